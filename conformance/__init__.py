@@ -1,0 +1,1 @@
+"""The conformance cases (the spec, as code) and the reference client."""
