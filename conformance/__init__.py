@@ -1,1 +1,58 @@
-"""The conformance cases (the spec, as code) and the reference client."""
+"""The conformance cases (the spec, as code), profiles, checks and the reference client.
+
+Importing this package is cheap; the catalog is loaded by ``all_cases()``.
+"""
+
+from conformance._case import (
+    CAPABILITIES,
+    Capability,
+    Case,
+    CaseContext,
+    JsonBody,
+    Level,
+    MultipartBody,
+    Outcome,
+    StreamRequest,
+    Verdict,
+    all_cases,
+    get_case,
+    register,
+)
+from conformance._evidence import ERROR_KINDS, Delivery, DeliveryLog, ErrorKind, Evidence
+from conformance._profiles import (
+    BUILTIN_PROFILES,
+    Profile,
+    ProfileError,
+    get_profile,
+    load_profile,
+    policy_from_dict,
+    policy_to_dict,
+)
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "CAPABILITIES",
+    "ERROR_KINDS",
+    "Capability",
+    "Case",
+    "CaseContext",
+    "Delivery",
+    "DeliveryLog",
+    "ErrorKind",
+    "Evidence",
+    "JsonBody",
+    "Level",
+    "MultipartBody",
+    "Outcome",
+    "Profile",
+    "ProfileError",
+    "StreamRequest",
+    "Verdict",
+    "all_cases",
+    "get_case",
+    "get_profile",
+    "load_profile",
+    "policy_from_dict",
+    "policy_to_dict",
+    "register",
+]

@@ -6,7 +6,7 @@ Public names are re-exported here; the implementation lives in private modules.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # name -> private module; resolved on first use so that importing the package stays cheap
 _EXPORTS = {
@@ -39,12 +39,85 @@ _EXPORTS = {
     "ScenarioError": "_loader",
     "load_scenario": "_loader",
     "parse_scenario": "_loader",
+    "dump_scenario": "_loader",
     "FakeServer": "_server",
+    "register_format": "_formats",
+    "get_format": "_formats",
+    "format_names": "_formats",
     "FaultProxy": "_proxy",
     "Fault": "_proxy",
 }
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    from fake_servers._builders import (
+        abort,
+        drip,
+        endpoint,
+        exponential,
+        fixed,
+        respond,
+        scenario,
+        stall,
+        stream,
+        truncate,
+        uniform,
+    )
+    from fake_servers._clock import now
+    from fake_servers._formats import format_names, get_format, register_format
+    from fake_servers._ledger import Attempt, Connection, Ledger, LedgerTimeout, SentEvent
+    from fake_servers._loader import ScenarioError, dump_scenario, load_scenario, parse_scenario
+    from fake_servers._proxy import Fault, FaultProxy
+    from fake_servers._script import (
+        Ending,
+        Endpoint,
+        Framing,
+        Gap,
+        Respond,
+        Scenario,
+        Stall,
+        Step,
+        Stream,
+    )
+    from fake_servers._server import FakeServer
+
+__all__ = [
+    "Attempt",
+    "Connection",
+    "Ending",
+    "Endpoint",
+    "FakeServer",
+    "Fault",
+    "FaultProxy",
+    "Framing",
+    "Gap",
+    "Ledger",
+    "LedgerTimeout",
+    "Respond",
+    "Scenario",
+    "ScenarioError",
+    "SentEvent",
+    "Stall",
+    "Step",
+    "Stream",
+    "abort",
+    "drip",
+    "dump_scenario",
+    "endpoint",
+    "exponential",
+    "fixed",
+    "format_names",
+    "get_format",
+    "load_scenario",
+    "now",
+    "parse_scenario",
+    "register_format",
+    "respond",
+    "scenario",
+    "stall",
+    "stream",
+    "truncate",
+    "uniform",
+]
 
 
 def __getattr__(name: str) -> Any:

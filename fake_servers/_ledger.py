@@ -117,6 +117,11 @@ class _Writer:
 class AttemptWriter(_Writer):
     """The server's handle on one live attempt record."""
 
+    @property
+    def number(self) -> int:
+        """The attempt's 1-based number on its endpoint (1 once the ledger was cleared)."""
+        return self._ledger._number(self._key)
+
     def update(self, **changes: Any) -> None:
         self._ledger._update(self._key, changes)
 
@@ -187,7 +192,9 @@ class Ledger:
             while not predicate(self):
                 left = deadline - now()
                 if left <= 0:
-                    raise LedgerTimeout(f"waited {timeout:.3f}s for {what}; ledger: {self.summary()}")
+                    raise LedgerTimeout(
+                        f"waited {timeout:.3f}s for {what}; ledger: {self.summary()}"
+                    )
                 self._cond.wait(left)
 
     def wait_attempts(
@@ -283,6 +290,11 @@ class Ledger:
 
     def _live_index(self, key: int) -> int | None:
         return key & 0xFFFFFFFF if key >> 32 == self._generation else None
+
+    def _number(self, key: int) -> int:
+        with self._cond:
+            i = self._live_index(key)
+            return 1 if i is None else self._store.attempts[i].record.number
 
     def _update(self, key: int, changes: dict[str, Any]) -> None:
         with self._cond:

@@ -1,1 +1,134 @@
-"""The pytest11 entry point: options, hooks and fixtures only; heavy work lives elsewhere."""
+"""The pytest11 entry point: options, hooks and fixtures only; heavy work lives elsewhere.
+
+Without ``--streamcheck`` (or its ini twin) the hooks return at once and change
+nothing in a user's run; the kit's modules are imported only when needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from fake_servers import FakeServer, FaultProxy
+    from pytest_streamcheck._session import StreamcheckSession
+
+STATE_KEY: pytest.StashKey[StreamcheckSession] = pytest.StashKey()
+REPORT_ATTR = "streamcheck"  # on reports: plain data, so it crosses xdist
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from pytest_streamcheck._settings import OPTIONS
+
+    group = parser.getgroup("streamcheck", "streamcheck: conformance of resilient streaming clients")
+    for option, ini, text in OPTIONS:
+        if option == "--streamcheck-strict":
+            group.addoption(option, action="store_true", default=False, dest=ini, help=text)
+            parser.addini(ini, text, type="bool", default=False)
+        else:
+            group.addoption(option, dest=ini, default=None, metavar=ini.split("_")[-1].upper(),
+                            help=text)
+            parser.addini(ini, text, default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "streamcheck: a conformance case of pytest-streamcheck")
+    from pytest_streamcheck._settings import resolve_settings
+
+    settings = resolve_settings(config)
+    if settings is None:
+        return
+    from pytest_streamcheck._session import StreamcheckSession
+    from pytest_streamcheck._targets import TargetError
+
+    try:
+        config.stash[STATE_KEY] = StreamcheckSession(settings)
+    except TargetError as exc:
+        raise pytest.UsageError(f"--streamcheck: {exc}") from None
+    from pytest_streamcheck._report import Reporter
+
+    config.pluginmanager.register(Reporter(config.stash[STATE_KEY]), "streamcheck-reporter")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    s = state.settings
+    profiles = ", ".join(p.key for p in s.profiles)
+    return f"streamcheck: target={s.target} profiles={profiles} seed={s.seed}"
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    # With --streamcheck and no paths on the command line, run only the suite.
+    if STATE_KEY in config.stash and config.args_source != pytest.Config.ArgsSource.ARGS:
+        return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselection sees the items
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    from pytest_streamcheck._items import make_items
+
+    items.extend(make_items(session, state))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    result = getattr(item, "result", None)
+    if result is not None and not getattr(item, "_streamcheck_reported", False):
+        if call.when == "call" or report.outcome != "passed":
+            from pytest_streamcheck._report import report_row
+
+            state = item.config.stash[STATE_KEY]
+            setattr(report, REPORT_ATTR, report_row(result, state))
+            item._streamcheck_reported = True  # type: ignore[attr-defined]
+    return report
+
+
+# -- fixtures for downstream regression tests -----------------------------------------
+
+
+@pytest.fixture(scope="session")
+def streamcheck_server_session() -> Iterator[FakeServer]:
+    """One fake server for the whole session; use ``fake_server`` in tests."""
+    from fake_servers import FakeServer
+
+    server = FakeServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_server(streamcheck_server_session: FakeServer) -> Iterator[FakeServer]:
+    """A running fake server with no endpoints and an empty ledger.
+
+    Script it with ``fake_server.script(path, *steps)`` or ``fake_server.load(scenario)``.
+    Errors raised inside the server surface in the test at teardown.
+    """
+    server = streamcheck_server_session
+    server.reset()
+    yield server
+    server.check()
+
+
+@pytest.fixture
+def fault_proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
+    """A TCP fault proxy in front of ``fake_server``, recording into the same ledger."""
+    from fake_servers import FaultProxy
+
+    proxy = FaultProxy(fake_server.url, ledger=fake_server.ledger).start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

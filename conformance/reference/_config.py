@@ -74,7 +74,7 @@ class BackoffConfig:
 
     def exponential(self, attempt: int) -> float:
         """The un-jittered delay before retry number ``attempt`` (1-based)."""
-        return min(self.base * 2 ** (attempt - 1), self.cap(attempt))
+        return min(self.base * 2.0 ** (attempt - 1), self.cap(attempt))
 
     def envelope(self, attempt: int) -> tuple[float, float]:
         """The closed interval every delay for ``attempt`` must fall in."""

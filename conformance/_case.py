@@ -1,0 +1,218 @@
+"""Cases: self-describing, registered conformance requirements.
+
+A case is data plus two functions: ``play`` drives the fake server, the fault
+proxy and the client (through a ``CaseContext``), and ``check`` is a pure
+function of the evidence and the policy that says whether the requirement held.
+Keeping ``check`` pure lets the kit's own tests judge hand-built records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, Protocol
+
+from conformance._evidence import DeliveryLog, Evidence
+from conformance.reference._config import ClientPolicy
+from fake_servers import FakeServer, FaultProxy, Ledger
+
+__all__ = [
+    "CAPABILITIES",
+    "Capability",
+    "Case",
+    "CaseContext",
+    "Check",
+    "JsonBody",
+    "Level",
+    "MultipartBody",
+    "Outcome",
+    "Play",
+    "StreamRequest",
+    "Verdict",
+    "all_cases",
+    "get_case",
+    "register",
+]
+
+Capability = Literal["get", "post", "breaker", "stall", "offline", "resume", "configurable"]
+CAPABILITIES: tuple[Capability, ...] = (
+    "get", "post", "breaker", "stall", "offline", "resume", "configurable",
+)
+
+
+class Level(Enum):
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+
+
+class Verdict(Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"  # a MUST requirement was not met
+    NON_STRICT = "NON-STRICT"  # a SHOULD (or MAY) was not met; still conformant
+    UNSUPPORTED = "UNSUPPORTED"  # the client lacks a capability, or the profile excludes the case
+    ERROR = "ERROR"  # the harness or the adapter broke; never counted against the client
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check concluded: whether the requirement held, expected against observed."""
+
+    ok: bool
+    expected: str
+    observed: str
+    details: tuple[str, ...] = ()
+
+    @classmethod
+    def passed(cls, expected: str, observed: str = "as expected") -> Outcome:
+        return cls(True, expected, observed)
+
+    @classmethod
+    def failed(cls, expected: str, observed: str, *details: str) -> Outcome:
+        return cls(False, expected, observed, details)
+
+
+@dataclass(frozen=True)
+class JsonBody:
+    value: Any
+
+
+@dataclass(frozen=True)
+class MultipartBody:
+    fields: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, str, str, bytes], ...] = ()  # (field, filename, content type, bytes)
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """One stream the client is asked to open, through the fault proxy."""
+
+    path: str
+    method: Literal["GET", "POST"] = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: JsonBody | MultipartBody | None = None
+    idempotent: bool = True
+    cancel_after: int | None = None  # the consumer stops reading after this many chunks
+    stream: str = "s1"
+
+
+class CaseContext(Protocol):
+    """What a case's ``play`` may use; the runner provides it."""
+
+    policy: ClientPolicy  # the policy at the timing this run uses
+    transport: Literal["get", "post"]
+    server: FakeServer
+    proxy: FaultProxy
+    ledger: Ledger
+    deliveries: DeliveryLog
+
+    def start(self, request: StreamRequest) -> None:
+        """Ask the client to open a stream; returns at once."""
+
+    async def wait_ended(self, stream: str, timeout: float) -> bool:
+        """Wait until the stream delivered ``done`` or an error; False on timeout."""
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate()`` holds (polled on ledger and delivery changes)."""
+
+    async def hold(self, seconds: float) -> None:
+        """Let scenario time pass (e.g. stay offline); never used to wait for a result."""
+
+    async def cancel(self, stream: str) -> None: ...
+
+    async def offline(self) -> None: ...
+
+    async def online(self) -> None: ...
+
+
+Play = Callable[[CaseContext], Awaitable[None]]
+Check = Callable[[Evidence, ClientPolicy], Outcome]
+
+
+def _always(policy: ClientPolicy, transport: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One requirement of the spec, with the script that exercises it and its check."""
+
+    id: str  # SC-AREA-N, stable forever
+    title: str
+    level: Level
+    requirement: str  # the sentence, with MUST/SHOULD
+    source: str  # where it comes from: a seed and section, or a spec
+    play: Play
+    check: Check
+    transport: Literal["get", "post"] = "get"
+    needs: frozenset[Capability] = field(default_factory=frozenset)
+    # None when the case applies to the policy; otherwise why it does not
+    applies: Callable[[ClientPolicy, str], str | None] = _always
+
+    @property
+    def area(self) -> str:
+        return self.id.split("-")[1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "area": self.area,
+            "title": self.title,
+            "level": self.level.value,
+            "requirement": self.requirement,
+            "source": self.source,
+            "transport": self.transport,
+            "needs": sorted(self.needs),
+        }
+
+
+_ID = re.compile(r"^SC-[A-Z]+-\d+$")
+_REGISTRY: dict[str, Case] = {}
+
+
+def register(case: Case) -> Case:
+    """Add a case to the catalog; ids are unique and never reused."""
+    if not _ID.match(case.id):
+        raise ValueError(f"case id {case.id!r} does not match SC-AREA-N")
+    if case.id in _REGISTRY:
+        raise ValueError(f"duplicate case id {case.id}")
+    if not case.requirement or not case.source:
+        raise ValueError(f"case {case.id} needs a requirement and a source")
+    _REGISTRY[case.id] = case
+    return case
+
+
+def all_cases() -> tuple[Case, ...]:
+    """Every registered case, in catalog order (area, then number)."""
+    _load_catalog()
+    return tuple(sorted(_REGISTRY.values(), key=_order))
+
+
+def get_case(case_id: str) -> Case:
+    _load_catalog()
+    return _REGISTRY[case_id]
+
+
+def _order(case: Case) -> tuple[int, str, int]:
+    _, area, number = case.id.split("-")
+    areas = list(_AREA_ORDER)
+    rank = areas.index(area) if area in areas else len(areas)
+    return rank, area, int(number)
+
+
+_AREA_ORDER = ("RETRY", "COMMIT", "BACKOFF", "BREAKER", "STALL", "OFFLINE", "POST", "SSE", "CANCEL")
+
+
+def _load_catalog() -> None:
+    # Importing the area modules registers their cases.
+    from conformance import cases  # noqa: F401
+
+
+def iter_areas() -> Iterator[str]:
+    seen: list[str] = []
+    for case in all_cases():
+        if case.area not in seen:
+            seen.append(case.area)
+            yield case.area

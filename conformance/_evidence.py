@@ -1,0 +1,191 @@
+"""Client-side truth (deliveries) and the evidence a check judges.
+
+A delivery is something the adapter saw the client hand its consumer: a chunk,
+a state change, an error, the end of the stream. The adapter records them as
+they happen, on the kit's clock, so they line up with the ledger's records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from fake_servers import Attempt, Connection, now
+
+__all__ = [
+    "ERROR_KINDS",
+    "Delivery",
+    "DeliveryKind",
+    "DeliveryLog",
+    "ErrorKind",
+    "Evidence",
+]
+
+DeliveryKind = Literal["chunk", "state", "error", "done", "log"]
+ErrorKind = Literal[
+    "non_retryable_status", "gave_up", "circuit_open", "stalled", "truncated", "offline", "other"
+]
+ERROR_KINDS: tuple[ErrorKind, ...] = (
+    "non_retryable_status",
+    "gave_up",
+    "circuit_open",
+    "stalled",
+    "truncated",
+    "offline",
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One thing the client handed its consumer, stamped when the adapter saw it."""
+
+    stream: str
+    kind: DeliveryKind
+    at: float
+    data: str = ""  # chunk data, or log text
+    id: str | None = None  # chunk's event id, when the stream carries ids
+    event: str | None = None  # chunk's event name
+    state: str | None = None  # state changes
+    delay: float | None = None  # "retrying" states: the announced delay
+    error: ErrorKind | None = None
+    status: int | None = None  # non_retryable_status / gave_up: the last HTTP status
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "chunk":
+            return f"chunk {self.data[:40]!r}" + (f" id={self.id}" if self.id else "")
+        if self.kind == "state":
+            extra = f" delay={self.delay:.3f}s" if self.delay is not None else ""
+            return f"state {self.state}{extra}"
+        if self.kind == "error":
+            status = f" status={self.status}" if self.status is not None else ""
+            return f"error {self.error}{status} {self.detail}".rstrip()
+        return self.kind if self.kind == "done" else f"log {self.data}"
+
+
+class DeliveryLog:
+    """Append-only, thread-safe record of deliveries, with deadline waits."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._items: list[Delivery] = []
+
+    def record(self, delivery: Delivery) -> None:
+        with self._cond:
+            self._items.append(delivery)
+            self._cond.notify_all()
+
+    def add(self, stream: str, kind: DeliveryKind, **fields: Any) -> Delivery:
+        delivery = Delivery(stream=stream, kind=kind, at=now(), **fields)
+        self.record(delivery)
+        return delivery
+
+    def all(self) -> tuple[Delivery, ...]:
+        with self._cond:
+            return tuple(self._items)
+
+    def ended(self, stream: str) -> bool:
+        """True once the stream delivered ``done`` or an ``error``."""
+        with self._cond:
+            return any(d.stream == stream and d.kind in ("done", "error") for d in self._items)
+
+    def wait_for(self, predicate: Callable[[DeliveryLog], bool], timeout: float) -> bool:
+        """Block until ``predicate(self)`` holds or ``timeout`` passes; return whether it held."""
+        deadline = now() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - now()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def clear(self) -> None:
+        with self._cond:
+            self._items.clear()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a check may look at: the ledger's records and the deliveries."""
+
+    attempts: tuple[Attempt, ...]
+    connections: tuple[Connection, ...] = ()
+    deliveries: tuple[Delivery, ...] = ()
+    started_at: float = 0.0
+
+    def of(self, stream: str) -> tuple[Delivery, ...]:
+        return tuple(d for d in self.deliveries if d.stream == stream)
+
+    def chunks(self, stream: str = "s1") -> tuple[Delivery, ...]:
+        return tuple(d for d in self.of(stream) if d.kind == "chunk")
+
+    def outcome(self, stream: str = "s1") -> Delivery | None:
+        """The first ``done`` or ``error`` of the stream, if any."""
+        return next((d for d in self.of(stream) if d.kind in ("done", "error")), None)
+
+    def states(self, stream: str = "s1") -> tuple[str, ...]:
+        return tuple(d.state or "" for d in self.of(stream) if d.kind == "state")
+
+    def timeline(self) -> list[str]:
+        """Attempts, connections and deliveries merged in time order, relative to the start."""
+        rows: list[tuple[float, str]] = []
+        for a in self.attempts:
+            rows.append((a.arrived_at, _attempt_arrival(a)))
+            rows.extend((e.at, f"  server sent {e.kind} #{e.index}") for e in a.events if
+                        e.kind in ("data", "terminal"))
+            if a.ended_at is not None:
+                rows.append((a.ended_at, f"  attempt {a.seq} ended: {a.end} {a.note}".rstrip()))
+        for c in self.connections:
+            fault = f" fault={c.fault}" if c.fault else ""
+            rows.append((c.opened_at, f"proxy: connection {c.seq} opened{fault}"))
+            if c.closed_at is not None:
+                rows.append((c.closed_at, f"proxy: connection {c.seq} closed by {c.closed_by}"))
+        rows.extend((d.at, f"client[{d.stream}]: {d.describe()}") for d in self.deliveries)
+        rows.sort(key=lambda r: r[0])
+        return [f"{(t - self.started_at) * 1000:9.1f} ms  {text}" for t, text in _compact(rows)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempts": [asdict(a) for a in self.attempts],
+            "connections": [asdict(c) for c in self.connections],
+            "deliveries": [asdict(d) for d in self.deliveries],
+            "started_at": self.started_at,
+        }
+
+
+def _attempt_arrival(a: Attempt) -> str:
+    extra = []
+    if a.last_event_id is not None:
+        extra.append(f"Last-Event-ID={a.last_event_id}")
+    if a.body_size:
+        extra.append(f"body={a.body_size}B sha256={a.body_sha256[:12]}")
+    tail = (" " + " ".join(extra)) if extra else ""
+    return f"attempt {a.seq}: {a.method} {a.path} -> {a.status}{tail}"
+
+
+def _compact(rows: Iterable[tuple[float, str]], keep: int = 12) -> list[tuple[float, str]]:
+    """Fold long runs of "server sent" rows so a timeline stays readable."""
+    out: list[tuple[float, str]] = []
+    run: list[tuple[float, str]] = []
+
+    def flush() -> None:
+        if len(run) > keep:
+            out.extend(run[: keep // 2])
+            out.append((run[keep // 2][0], f"  ... {len(run) - keep} more events ..."))
+            out.extend(run[-keep // 2 :])
+        else:
+            out.extend(run)
+        run.clear()
+
+    for row in rows:
+        if row[1].startswith("  server sent"):
+            run.append(row)
+        else:
+            flush()
+            out.append(row)
+    flush()
+    return out

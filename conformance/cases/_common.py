@@ -1,0 +1,82 @@
+"""What most cases share: the endpoint, the request per transport, time budgets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from conformance._case import CaseContext, JsonBody, Play, StreamRequest
+from conformance.reference._config import ClientPolicy
+from fake_servers import Fault, Step
+
+__all__ = [
+    "PATH",
+    "Transport",
+    "one_stream",
+    "request_for",
+    "retry_budget",
+    "settle_time",
+]
+
+PATH = "/v1/stream"
+Transport = Literal["get", "post"]
+
+# Fixed allowance per attempt for connecting, the server's reply and the
+# adapter's reporting, on a busy 2-core machine; budgets are deadlines, so a
+# generous value costs nothing when the client is correct.
+PER_ATTEMPT_SLACK = 0.5
+BASE_SLACK = 2.0
+
+
+def request_for(transport: Transport, **changes: object) -> StreamRequest:
+    """The case's request: a GET stream, or a POST with a JSON body and an idempotency key."""
+    if transport == "get":
+        return StreamRequest(PATH, "GET", **changes)  # type: ignore[arg-type]
+    return StreamRequest(
+        PATH,
+        "POST",
+        headers=(("idempotency-key", "streamcheck-case"),),
+        body=JsonBody({"prompt": "Make the headline bigger.", "stream": True}),
+        idempotent=True,
+        **changes,  # type: ignore[arg-type]
+    )
+
+
+def retry_budget(policy: ClientPolicy, retries: int, waits: float = 0.0) -> float:
+    """A deadline for a stream that needs ``retries`` retries and ``waits`` extra seconds.
+
+    The worst-case backoff of each retry, plus a breaker cooldown if the retries
+    could trip it, plus fixed slack per attempt.
+    """
+    backoff = sum(policy.backoff.envelope(k)[1] for k in range(1, retries + 1))
+    breaker = policy.breaker.cooldown if retries >= policy.breaker.threshold else 0.0
+    return backoff + breaker + waits + PER_ATTEMPT_SLACK * (retries + 1) + BASE_SLACK
+
+
+def settle_time(policy: ClientPolicy) -> float:
+    """How long to keep watching after the outcome, so a wrongful retry can show up."""
+    return max(0.1, 2 * policy.backoff.envelope(1)[1] + 0.05)
+
+
+def one_stream(
+    steps: Callable[[ClientPolicy], Sequence[Step]],
+    *,
+    retries: int = 0,
+    waits: Callable[[ClientPolicy], float] = lambda p: 0.0,
+    faults: Sequence[Fault] = (),
+    settle: bool = False,
+    **request_changes: object,
+) -> Play:
+    """Play one stream against a scripted endpoint and wait for its outcome."""
+
+    async def play(ctx: CaseContext) -> None:
+        ctx.server.script(PATH, *steps(ctx.policy))
+        if faults:
+            ctx.proxy.next_connections(*faults)
+        ctx.start(request_for(ctx.transport, **request_changes))
+        budget = retry_budget(ctx.policy, retries, waits(ctx.policy))
+        await ctx.wait_ended("s1", budget)
+        if settle:
+            await ctx.hold(settle_time(ctx.policy))
+
+    return play

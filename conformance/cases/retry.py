@@ -1,0 +1,356 @@
+"""SC-RETRY: the retry matrix, network failures, Retry-After and bounded retries.
+
+Each requirement is registered once per transport: row k gets SC-RETRY-(2k-1)
+for GET and SC-RETRY-2k for POST, so ids stay stable as rows are appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from conformance._case import Case, CaseContext, Check, Level, Outcome, Play, register
+from conformance._checks import (
+    LOWER_BOUND_SLACK,
+    all_of,
+    answer,
+    delivered_exactly,
+    ended_with_done,
+    ended_with_error,
+    gap_before,
+)
+from conformance._evidence import Evidence
+from conformance.cases._common import (
+    PATH,
+    Transport,
+    one_stream,
+    request_for,
+    retry_budget,
+)
+from conformance.reference._config import ClientPolicy
+from fake_servers import Fault, Respond, Stall, Stream
+
+MATRIX = "seeds/000 §The Retryable-Error Matrix"
+NETWORK = "seeds/000 §The Retryable-Error Matrix (\"retry on network errors by default\")"
+PIPELINE = "seeds/002 §Streaming responses (retry and timeout before the first chunk)"
+EVENTS = 5
+
+__all__: list[str] = []
+
+
+def _register_row(row: int, make: Callable[[Transport], Case]) -> None:
+    pairs: tuple[tuple[int, Transport], ...] = ((1, "get"), (0, "post"))
+    for offset, transport in pairs:
+        case = make(transport)
+        register(_with_id(case, f"SC-RETRY-{2 * row - offset}", transport))
+
+
+def _with_id(case: Case, case_id: str, transport: Transport) -> Case:
+    needs = case.needs | {transport}
+    return replace(case, id=case_id, transport=transport, needs=needs)
+
+
+def _full_answer(ev: Evidence) -> list[str]:
+    ans = answer(ev)
+    return [ans[i] for i in sorted(ans)]
+
+
+def _succeeded_exactly(ev: Evidence) -> Outcome:
+    return all_of(ended_with_done(ev), delivered_exactly(ev, _full_answer(ev)))
+
+
+def _attempts_at_least(ev: Evidence, n: int, why: str) -> Outcome:
+    got = len(ev.attempts)
+    want = f"at least {n} attempts ({why})"
+    if got >= n:
+        return Outcome.passed(want, f"{got} attempts")
+    return Outcome.failed(want, f"{got} attempt(s)")
+
+
+# -- never retried -----------------------------------------------------------
+
+
+def _no_retry(status: int) -> Callable[[Transport], Case]:
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        attempts = len(ev.attempts)
+        once = (
+            Outcome.passed(f"exactly 1 request for a {status}", "1 request")
+            if attempts == 1
+            else Outcome.failed(
+                f"exactly 1 request for a {status}: it is never retried",
+                f"{attempts} requests",
+                *(f"attempt {a.seq} got {a.status}" for a in ev.attempts),
+            )
+        )
+        return all_of(
+            once,
+            ended_with_error(ev, ["non_retryable_status"], status=status),
+            delivered_exactly(ev, []),
+        )
+
+    def make(transport: Transport) -> Case:
+        return Case(
+            id="",
+            title=f"{status} is not retried",
+            level=Level.MUST,
+            requirement=(
+                f"A client MUST NOT retry a {status} response, and MUST surface it to the "
+                "consumer as a non-retryable error carrying the status."
+            ),
+            source=MATRIX,
+            play=one_stream(lambda p: [Respond(status=status)], settle=True),
+            check=check,
+        )
+
+    return make
+
+
+# -- retried until success -----------------------------------------------------
+
+
+def _retried(status: int) -> Callable[[Transport], Case]:
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        return all_of(_attempts_at_least(ev, 3, f"two {status}s, then a stream"),
+                      _succeeded_exactly(ev))
+
+    def make(transport: Transport) -> Case:
+        return Case(
+            id="",
+            title=f"{status} is retried until success",
+            level=Level.MUST,
+            requirement=(
+                f"A client MUST retry a {status} response and deliver the stream that a "
+                "later attempt returns, exactly once."
+            ),
+            source=MATRIX,
+            play=one_stream(
+                lambda p: [Respond(status=status), Respond(status=status), Stream(events=EVENTS)],
+                retries=2,
+            ),
+            check=check,
+        )
+
+    return make
+
+
+# -- network failures ----------------------------------------------------------
+
+REFUSED_WINDOW = 0.1  # seconds the proxy refuses connections after the stream starts
+
+
+def _refused_applies(policy: ClientPolicy, transport: str) -> str | None:
+    if policy.max_attempts is None:
+        return None
+    span = sum(policy.backoff.envelope(k)[0] for k in range(1, policy.max_attempts))
+    if span >= 3 * REFUSED_WINDOW:
+        return None
+    return (
+        f"the profile's retries span at least {span:.3f}s, too short to outlast a "
+        f"{REFUSED_WINDOW}s refusal window reliably"
+    )
+
+
+async def _play_refused(ctx: CaseContext) -> None:
+    ctx.server.script(PATH, Stream(events=EVENTS))
+    ctx.proxy.offline()
+    ctx.start(request_for(ctx.transport))
+    await ctx.hold(REFUSED_WINDOW)
+    ctx.proxy.online()
+    # Refused connects may trip the breaker: the budget includes a cooldown.
+    await ctx.wait_ended("s1", retry_budget(ctx.policy, ctx.policy.breaker.threshold + 1))
+
+
+def _net_case(title: str, requirement: str, play: Play, check: Check, **kw: object) -> Case:
+    return Case(id="", title=title, level=Level.MUST, requirement=requirement, source=NETWORK,
+                play=play, check=check, **kw)  # type: ignore[arg-type]
+
+
+def _refused(transport: Transport) -> Case:
+    return _net_case(
+        "Connection refused is retried",
+        "A client MUST retry when the connection is refused, and deliver the stream once "
+        "the server is reachable again.",
+        _play_refused,
+        lambda ev, p: _succeeded_exactly(ev),
+        applies=_refused_applies,
+    )
+
+
+def _check_reset_before_headers(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    conns = ev.connections
+    reset_seen = Outcome.passed("the first connection was reset") if conns and conns[0].fault \
+        else Outcome.failed("the first connection was reset by the proxy", "no reset connection")
+    more = (
+        Outcome.passed("a second connection after the reset")
+        if len(conns) >= 2
+        else Outcome.failed("a second connection after the reset", f"{len(conns)} connection(s)")
+    )
+    return all_of(reset_seen, more, _succeeded_exactly(ev))
+
+
+def _reset_before_headers(transport: Transport) -> Case:
+    return _net_case(
+        "A reset before the headers is retried",
+        "A client MUST retry when the connection is reset before any response byte.",
+        one_stream(lambda p: [Stream(events=EVENTS)], retries=1, faults=[Fault.reset(0)]),
+        _check_reset_before_headers,
+    )
+
+
+def _reset_after_headers(transport: Transport) -> Case:
+    return _net_case(
+        "A reset after the headers, before the first chunk, is retried",
+        "A client MUST retry when the connection breaks after the headers but before the "
+        "first chunk: nothing has reached the consumer yet.",
+        one_stream(lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)], retries=1),
+        lambda ev, p: all_of(_attempts_at_least(ev, 2, "the first one broke"),
+                             _succeeded_exactly(ev)),
+    )
+
+
+def _ttfc_applies(policy: ClientPolicy, transport: str) -> str | None:
+    return None if policy.first_chunk_timeout else "the profile has no time-to-first-chunk timeout"
+
+
+def _check_ttfc(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    limit = policy.first_chunk_timeout or 0.0
+    first = ev.attempts[0] if ev.attempts else None
+    if first is None or first.ended_at is None or first.end != "client_closed":
+        return Outcome.failed(
+            f"the client abandons the silent first attempt after {limit:.3f}s",
+            "the first attempt was not closed by the client"
+            if first is not None else "no attempt",
+        )
+    waited = first.ended_at - first.arrived_at
+    if waited < limit - LOWER_BOUND_SLACK:
+        return Outcome.failed(
+            f"the first attempt abandoned no earlier than {limit:.3f}s",
+            f"abandoned after {waited:.3f}s",
+        )
+    return all_of(_attempts_at_least(ev, 2, "the first timed out"), _succeeded_exactly(ev))
+
+
+def _ttfc(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="A time-to-first-chunk timeout is retried",
+        level=Level.MUST,
+        requirement=(
+            "A client with a time-to-first-chunk timeout MUST abandon an attempt whose first "
+            "chunk has not arrived in time, and retry it."
+        ),
+        source=PIPELINE,
+        play=one_stream(
+            lambda p: [
+                Stream(events=EVENTS, stall=Stall(after=0, seconds=None)),
+                Stream(events=EVENTS),
+            ],
+            retries=1,
+            waits=lambda p: p.first_chunk_timeout or 0.0,
+        ),
+        check=_check_ttfc,
+        applies=_ttfc_applies,
+    )
+
+
+# -- Retry-After -----------------------------------------------------------------
+
+
+def _retry_after(
+    status: int, form: str, hint: float, respond: Callable[[], Respond]
+) -> Callable[[Transport], Case]:
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        expected = min(hint, policy.retry_after_cap)
+        if len(ev.attempts) < 2:
+            return Outcome.failed(f"a retry after at least {expected:.3f}s",
+                                  f"{len(ev.attempts)} attempt(s)")
+        gap = gap_before(ev.attempts, 1)
+        want = f"the retry waits at least {expected:.3f}s (Retry-After {form}, capped at " \
+               f"{policy.retry_after_cap:.3f}s)"
+        waited = (
+            Outcome.passed(want, f"waited {gap:.3f}s")
+            if gap >= expected - LOWER_BOUND_SLACK
+            else Outcome.failed(want, f"waited {gap:.3f}s")
+        )
+        return all_of(waited, _succeeded_exactly(ev))
+
+    def applies(policy: ClientPolicy, transport: str) -> str | None:
+        return None if policy.retry_after else "the profile does not honour Retry-After"
+
+    def make(transport: Transport) -> Case:
+        return Case(
+            id="",
+            title=f"Retry-After ({form}) on a {status} is respected",
+            level=Level.MUST,
+            requirement=(
+                f"A client MUST wait at least the delay a {status} response's {form} asks "
+                "for (up to the profile's cap) before retrying."
+            ),
+            source="RFC 9110 §10.2.3; seeds/000 §The Retryable-Error Matrix (429 and 503)",
+            play=one_stream(lambda p: [respond(), Stream(events=EVENTS)], retries=1,
+                            waits=lambda p: min(hint + 1.0, p.retry_after_cap)),
+            check=check,
+            applies=applies,
+        )
+
+    return make
+
+
+# -- bounded -----------------------------------------------------------------------
+
+
+def _bounded_applies(policy: ClientPolicy, transport: str) -> str | None:
+    return None if policy.max_attempts else "the profile sets no attempt limit"
+
+
+def _bounded_steps(policy: ClientPolicy) -> list[Respond]:
+    limit = policy.max_attempts or 1
+    # The last answer differs, so "the last error surfaced" is observable.
+    return [Respond(status=503)] * (limit - 1) + [Respond(status=502)]
+
+
+def _check_bounded(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    limit = policy.max_attempts or 0
+    count = len(ev.attempts)
+    want = f"exactly {limit} attempts (the profile's limit)"
+    bounded = Outcome.passed(want, f"{count}") if count == limit else Outcome.failed(
+        want, f"{count} attempts")
+    return all_of(bounded, ended_with_error(ev, ["gave_up"], status=502))
+
+
+def _bounded(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="Retries stop at the profile's limit and surface the last error",
+        level=Level.MUST,
+        requirement=(
+            "A client MUST stop after the number of attempts its policy allows and surface "
+            "the last error (its status) to the consumer."
+        ),
+        source="seeds/002 §Streaming responses (maxRetryAttempts); seeds/000",
+        play=lambda ctx: one_stream(
+            _bounded_steps, retries=(ctx.policy.max_attempts or 1) - 1, settle=True
+        )(ctx),
+        check=_check_bounded,
+        applies=_bounded_applies,
+    )
+
+
+ROWS: list[Callable[[Transport], Case]] = [
+    *(_no_retry(s) for s in (400, 401, 403, 404, 422)),
+    *(_retried(s) for s in (429, 503, 500, 502, 504)),
+    _refused,
+    _reset_before_headers,
+    _reset_after_headers,
+    _ttfc,
+    _retry_after(429, "in seconds", 1.0,
+                 lambda: Respond(status=429, headers=(("retry-after", "1"),))),
+    _retry_after(503, "as an HTTP date", 1.0,
+                 lambda: Respond(status=503, retry_after_date=1.0)),
+    _retry_after(429, "as retry-after-ms", 0.3,
+                 lambda: Respond(status=429, headers=(("retry-after-ms", "300"),))),
+    _bounded,
+]
+
+for _row, _make in enumerate(ROWS, start=1):
+    _register_row(_row, _make)

@@ -1,0 +1,145 @@
+"""The reference client: a sans-IO core (decoder, retry policy, breaker, stall watch)
+under an httpx shell (``StreamingClient``), plus a blocking façade.
+
+Public names are re-exported here and resolved on first use, so importing the
+policy data does not import httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance.reference._breaker import (
+        Admit,
+        BreakerState,
+        CircuitBreaker,
+        NoBreaker,
+        RatioBreaker,
+        Reject,
+        make_breaker,
+    )
+    from conformance.reference._client import (
+        EventStream,
+        StateCallback,
+        StreamingClient,
+        default_terminal,
+    )
+    from conformance.reference._config import (
+        BackoffConfig,
+        BreakerConfig,
+        ClientPolicy,
+        RetryMatrix,
+    )
+    from conformance.reference._errors import (
+        CircuitOpen,
+        GaveUp,
+        NonRetryableStatus,
+        NotIdempotent,
+        Offline,
+        Stalled,
+        StreamError,
+        Truncated,
+    )
+    from conformance.reference._policy import (
+        Failure,
+        GiveUp,
+        Retry,
+        RetryState,
+        Surface,
+        backoff_delay,
+        parse_retry_after,
+    )
+    from conformance.reference._sse import SSEDecoder, SSEEvent
+    from conformance.reference._states import State, StateChange
+    from conformance.reference._sync import SyncStreamingClient
+    from conformance.reference._watch import StallWatch
+
+# name -> private module
+_EXPORTS = {
+    "Admit": "_breaker",
+    "BreakerState": "_breaker",
+    "CircuitBreaker": "_breaker",
+    "NoBreaker": "_breaker",
+    "RatioBreaker": "_breaker",
+    "Reject": "_breaker",
+    "make_breaker": "_breaker",
+    "EventStream": "_client",
+    "StateCallback": "_client",
+    "StreamingClient": "_client",
+    "default_terminal": "_client",
+    "BackoffConfig": "_config",
+    "BreakerConfig": "_config",
+    "ClientPolicy": "_config",
+    "RetryMatrix": "_config",
+    "CircuitOpen": "_errors",
+    "GaveUp": "_errors",
+    "NonRetryableStatus": "_errors",
+    "NotIdempotent": "_errors",
+    "Offline": "_errors",
+    "Stalled": "_errors",
+    "StreamError": "_errors",
+    "Truncated": "_errors",
+    "Failure": "_policy",
+    "GiveUp": "_policy",
+    "Retry": "_policy",
+    "RetryState": "_policy",
+    "Surface": "_policy",
+    "backoff_delay": "_policy",
+    "parse_retry_after": "_policy",
+    "SSEDecoder": "_sse",
+    "SSEEvent": "_sse",
+    "State": "_states",
+    "StateChange": "_states",
+    "SyncStreamingClient": "_sync",
+    "StallWatch": "_watch",
+}
+
+__all__ = [
+    "Admit",
+    "BackoffConfig",
+    "BreakerConfig",
+    "BreakerState",
+    "CircuitBreaker",
+    "CircuitOpen",
+    "ClientPolicy",
+    "EventStream",
+    "Failure",
+    "GaveUp",
+    "GiveUp",
+    "NoBreaker",
+    "NonRetryableStatus",
+    "NotIdempotent",
+    "Offline",
+    "RatioBreaker",
+    "Reject",
+    "Retry",
+    "RetryMatrix",
+    "RetryState",
+    "SSEDecoder",
+    "SSEEvent",
+    "StallWatch",
+    "Stalled",
+    "State",
+    "StateCallback",
+    "StateChange",
+    "StreamError",
+    "StreamingClient",
+    "Surface",
+    "SyncStreamingClient",
+    "Truncated",
+    "backoff_delay",
+    "default_terminal",
+    "make_breaker",
+    "parse_retry_after",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'conformance.reference' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"conformance.reference.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,493 @@
+"""The ASGI app: checks each request, plays the script's step, records the ledger.
+
+A Starlette shell routes every path to one raw ASGI handler, so the handler
+controls each ``send`` and watches ``http.disconnect`` while it plays. Playing
+is :mod:`fake_servers._render`'s plan; this module only does the IO and the
+bookkeeping around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from fake_servers._clock import now
+from fake_servers._ledger import AttemptWriter, Ledger, SentEvent
+from fake_servers._render import (
+    Abort,
+    Hold,
+    PlannedEvent,
+    Send,
+    error_body,
+    plan_respond,
+    plan_stream,
+)
+from fake_servers._script import Endpoint, Headers, Respond, Scenario, Stream
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
+__all__ = ["Rejection", "ScriptPlayer", "build_app", "check_json", "check_multipart"]
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+SendFn = Callable[[Message], Awaitable[None]]
+
+DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A request refused before the script: the status, why, and extra error fields."""
+
+    status: int
+    reason: str
+    extra: dict[str, object] = field(default_factory=dict)
+    headers: Headers = ()
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    query: str
+    headers: Headers
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name), None)
+
+
+@dataclass
+class _Body:
+    size: int = 0
+    data: bytearray = field(default_factory=bytearray)  # kept only up to the limit
+    sha256: Any = field(default_factory=hashlib.sha256)
+    closed_at: float | None = None  # the client left before the body was complete
+
+
+@dataclass
+class _PathSteps:
+    """Per path: how many attempts were rejected, so rejections consume no step."""
+
+    last_number: int = 0
+    rejected: int = 0
+
+
+class ScriptPlayer:
+    """The raw ASGI handler: one instance serves every path of a scenario."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        ledger: Ledger,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.scenario = scenario  # swapped whole by the server; read once per request
+        self.ledger = ledger
+        self.max_file_bytes = max_file_bytes
+        self.max_body_bytes = max_body_bytes
+        self.errors: list[BaseException] = []  # what went wrong, for FakeServer.check()
+        self._cuts: set[asyncio.Future[None]] = set()
+        self._steps: dict[str, _PathSteps] = {}
+
+    def cut_all(self) -> None:
+        """End every response in flight as ``server_stopped`` (call on the app's loop)."""
+        for cut in self._cuts:
+            if not cut.done():
+                cut.set_result(None)
+
+    async def __call__(self, scope: Message, receive: Receive, send: SendFn) -> None:
+        arrived_at = now()
+        request = _request(scope)
+        body = await self._read_body(receive)
+        if body.closed_at is not None:
+            writer = self._open(request, body, arrived_at)
+            self._step_number(request.path, writer, rejected=True)  # it used no step
+            writer.finish("client_closed", "client left during the request body", body.closed_at)
+            return
+        scenario = self.scenario
+        endpoint = scenario.endpoint(request.path)
+        rejection = self._route_check(request, scenario, endpoint) or self._body_check(
+            request, body
+        )
+        writer = self._open(request, body, arrived_at)
+        number = self._step_number(request.path, writer, rejected=rejection is not None)
+        if rejection is not None:
+            await self._guarded(writer, receive, self._reject(rejection, writer, send))
+            return
+        assert endpoint is not None  # _route_check rejects unknown paths
+        step_index, step = endpoint.step_for(number)
+        writer.update(step=step_index)
+        if isinstance(step, Respond):
+            play = self._respond(step, writer, send)
+        else:
+            play = self._stream(step, writer, send, request, scenario.seed, number)
+        await self._guarded(writer, receive, play)
+
+    # -- request intake -------------------------------------------------------
+    async def _read_body(self, receive: Receive) -> _Body:
+        body = _Body()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                body.closed_at = now()
+                return body
+            chunk = message.get("body", b"")
+            body.size += len(chunk)
+            body.sha256.update(chunk)
+            if body.size <= self.max_body_bytes:
+                body.data += chunk
+            if not message.get("more_body", False):
+                return body
+
+    def _open(self, request: _Request, body: _Body, arrived_at: float) -> AttemptWriter:
+        return self.ledger.open_attempt(
+            method=request.method,
+            path=request.path,
+            query=request.query,
+            headers=request.headers,
+            body_size=body.size,
+            body_sha256=body.sha256.hexdigest(),
+            arrived_at=arrived_at,
+        )
+
+    def _step_number(self, path: str, writer: AttemptWriter, *, rejected: bool) -> int:
+        """The attempt number the script sees: the ledger's, minus rejected attempts."""
+        number = writer.number
+        steps = self._steps.setdefault(path, _PathSteps())
+        if number <= steps.last_number:  # the ledger was cleared since
+            steps.rejected = 0
+        steps.last_number = number
+        if rejected:
+            steps.rejected += 1
+        return number - steps.rejected
+
+    def _route_check(
+        self, request: _Request, scenario: Scenario, endpoint: Endpoint | None
+    ) -> Rejection | None:
+        if endpoint is None:
+            scripted = sorted(e.path for e in scenario.endpoints)
+            return Rejection(
+                404,
+                f"no scripted endpoint at {request.path}",
+                {"path": request.path, "scripted_paths": scripted},
+            )
+        if endpoint.method != "ANY" and request.method != endpoint.method:
+            return Rejection(
+                405,
+                f"{request.method} not allowed on {request.path}; scripted for {endpoint.method}",
+                {"path": request.path, "allowed": endpoint.method},
+                (("allow", endpoint.method),),
+            )
+        return None
+
+    def _body_check(self, request: _Request, body: _Body) -> Rejection | None:
+        if request.method != "POST":
+            return None
+        if body.size > self.max_body_bytes:
+            return Rejection(
+                413,
+                f"request body of {body.size} bytes exceeds the limit of "
+                f"{self.max_body_bytes} bytes",
+                {"limit": self.max_body_bytes, "size": body.size},
+            )
+        content_type, params = parse_options_header(request.header("content-type"))
+        if content_type == b"application/json":
+            return check_json(bytes(body.data))
+        if content_type == b"multipart/form-data":
+            boundary = params.get(b"boundary")
+            if not boundary:
+                return Rejection(400, "multipart/form-data without a boundary")
+            return check_multipart(bytes(body.data), boundary, self.max_file_bytes)
+        if not content_type and body.size == 0:
+            return None  # nothing sent, nothing to check
+        return Rejection(
+            415,
+            f"unsupported content type {content_type.decode('latin-1') or '(none)'}; "
+            "send application/json or multipart/form-data",
+        )
+
+    # -- playing ----------------------------------------------------------------
+    async def _guarded(
+        self, writer: AttemptWriter, receive: Receive, play: Coroutine[Any, Any, None]
+    ) -> None:
+        """Run ``play`` until it ends, the client leaves, or the server stops."""
+        cut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._cuts.add(cut)
+        player = asyncio.ensure_future(self._recorded(writer, play))
+        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            await asyncio.wait((player, watcher, cut), return_when=asyncio.FIRST_COMPLETED)
+            if watcher.done() and not player.done():
+                writer.finish("client_closed", at=watcher.result())
+            elif cut.done() and not player.done():
+                writer.finish("server_stopped")
+        finally:
+            self._cuts.discard(cut)
+            for task in (player, watcher):
+                task.cancel()
+            await asyncio.gather(player, watcher, return_exceptions=True)
+
+    async def _recorded(self, writer: AttemptWriter, play: Coroutine[Any, Any, None]) -> None:
+        try:
+            await play
+        except Exception as error:  # keep serving; FakeServer.check() re-raises it
+            self.errors.append(error)
+            writer.finish("aborted", f"server error: {error!r}")
+
+    async def _reject(self, rejection: Rejection, writer: AttemptWriter, send: SendFn) -> None:
+        body = error_body(rejection.status, rejection.reason, **rejection.extra)
+        headers = (
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+            *rejection.headers,
+        )
+        writer.update(note=rejection.reason)
+        await _start(send, writer, rejection.status, headers)
+        await _finish_body(send, writer, body)
+        writer.finish("completed", rejection.reason)
+
+    async def _respond(self, step: Respond, writer: AttemptWriter, send: SendFn) -> None:
+        if step.delay > 0:
+            await asyncio.sleep(step.delay)
+        status, headers, body = plan_respond(step, sent_at_epoch=time.time())
+        await _start(send, writer, status, headers)
+        await _finish_body(send, writer, body)
+        writer.finish("completed")
+
+    async def _stream(
+        self,
+        step: Stream,
+        writer: AttemptWriter,
+        send: SendFn,
+        request: _Request,
+        seed: int,
+        number: int,
+    ) -> None:
+        plan = plan_stream(
+            step,
+            seed=seed,
+            path=request.path,
+            attempt=number,
+            last_event_id=request.header("last-event-id"),
+        )
+        if plan.delay > 0:
+            await asyncio.sleep(plan.delay)
+        await _start(send, writer, plan.status, plan.headers)
+        playback = _Playback(send, writer)
+        for action in plan.actions:
+            if isinstance(action, Send):
+                await playback.write(action)
+            elif isinstance(action, Hold):
+                await playback.hold(action)
+            elif isinstance(action, Abort):
+                writer.finish("aborted", _ending_note(step))
+                return  # leaving the body unterminated makes Hypercorn drop the connection
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        writer.finish("completed", _ending_note(step))
+
+
+def build_app(player: ScriptPlayer) -> Starlette:
+    """The Starlette app that hands every path and method to ``player``."""
+    return Starlette(routes=[Route("/{path:path}", endpoint=player)])
+
+
+# -- helpers: sending ---------------------------------------------------------------
+
+
+async def _start(send: SendFn, writer: AttemptWriter, status: int, headers: Headers) -> None:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    writer.update(status=status, headers_at=now())
+
+
+async def _finish_body(send: SendFn, writer: AttemptWriter, body: bytes) -> None:
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+    if body:
+        writer.update(first_byte_at=now())
+
+
+class _Playback:
+    """Writes one stream's body and records each write in the ledger."""
+
+    def __init__(self, send: SendFn, writer: AttemptWriter) -> None:
+        self._send = send
+        self._writer = writer
+        self._wrote = False
+
+    async def write(self, action: Send) -> None:
+        # sleep(0) even without a pause, so a gapless stream cannot starve the others
+        await asyncio.sleep(action.pause)
+        await self._chunk(action.data, action.events)
+
+    async def hold(self, hold: Hold) -> None:
+        """Stall: silence, or a keepalive comment every ``hold.keepalive`` seconds."""
+        if hold.keepalive is None or hold.keepalive <= 0:
+            await (asyncio.sleep(hold.seconds) if hold.seconds is not None else asyncio.Future())
+            return
+        loop = asyncio.get_running_loop()
+        end = None if hold.seconds is None else loop.time() + hold.seconds
+        comment = (PlannedEvent(0, "comment", None, _comment_text(hold.comment)),)
+        beat = loop.time()
+        while True:
+            beat += hold.keepalive  # scheduled from the start, so the beat does not drift
+            if end is not None and beat >= end:
+                await asyncio.sleep(end - loop.time())
+                return
+            await asyncio.sleep(beat - loop.time())
+            await self._chunk(hold.comment, comment)
+
+    async def _chunk(self, data: bytes, events: tuple[PlannedEvent, ...]) -> None:
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+        at = now()
+        if data and not self._wrote:
+            self._wrote = True
+            self._writer.update(first_byte_at=at)
+        for event in events:
+            self._writer.event(_sent(event, at))
+
+
+def _comment_text(comment: bytes) -> str:
+    return comment.decode().strip().removeprefix(":").strip()
+
+
+def _sent(event: PlannedEvent, at: float) -> SentEvent:
+    return SentEvent(index=event.index, kind=event.kind, id=event.id, data=event.data, at=at)
+
+
+def _ending_note(step: Stream) -> str:
+    return {
+        "done": "done",
+        "truncate": "truncated",
+        "abort": "aborted",
+        "abort_mid_line": "aborted mid-line",
+    }[step.end]
+
+
+async def _wait_disconnect(receive: Receive) -> float:
+    """When the client went away (``now()`` as the message arrived)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return now()
+
+
+# -- helpers: request parsing -------------------------------------------------------
+
+
+def _request(scope: Message) -> _Request:
+    headers = tuple(
+        (name.decode("latin-1").lower(), value.decode("latin-1"))
+        for name, value in scope["headers"]
+    )
+    return _Request(
+        method=scope["method"],
+        path=scope["path"],
+        query=scope["query_string"].decode("latin-1"),
+        headers=headers,
+    )
+
+
+def check_json(body: bytes) -> Rejection | None:
+    """A JSON body must parse (else 400) and be an object (else 422)."""
+    try:
+        value = json.loads(body)
+    except ValueError as error:  # also covers bad UTF-8
+        return Rejection(400, f"malformed JSON body: {error}")
+    if not isinstance(value, dict):
+        return Rejection(422, f"JSON body must be an object, got {type(value).__name__}")
+    return None
+
+
+@dataclass
+class _Part:
+    name: str | None = None
+    filename: str | None = None
+    size: int = 0
+
+
+class _MultipartScan:
+    """Collects each part's name, filename and size as python-multipart parses."""
+
+    def __init__(self) -> None:
+        self.parts: list[_Part] = []
+        self.ended = False
+        self._field = bytearray()
+        self._value = bytearray()
+        self._headers: dict[bytes, bytes] = {}
+
+    def callbacks(self) -> MultipartCallbacks:
+        return {
+            "on_part_begin": self._begin,
+            "on_header_field": lambda data, start, end: self._field.extend(data[start:end]),
+            "on_header_value": lambda data, start, end: self._value.extend(data[start:end]),
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._data,
+            "on_end": self._end,
+        }
+
+    def _begin(self) -> None:
+        self.parts.append(_Part())
+        self._headers = {}
+
+    def _header_end(self) -> None:
+        self._headers[bytes(self._field).lower()] = bytes(self._value)
+        self._field.clear()
+        self._value.clear()
+
+    def _headers_finished(self) -> None:
+        kind, options = parse_options_header(self._headers.get(b"content-disposition"))
+        part = self.parts[-1]
+        if kind == b"form-data" and b"name" in options:
+            part.name = options[b"name"].decode("utf-8", "replace")
+        if b"filename" in options:
+            part.filename = options[b"filename"].decode("utf-8", "replace")
+
+    def _data(self, data: bytes, start: int, end: int) -> None:
+        self.parts[-1].size += end - start
+
+    def _end(self) -> None:
+        self.ended = True
+
+
+def check_multipart(body: bytes, boundary: bytes, max_file_bytes: int) -> Rejection | None:
+    """Multipart must parse (400), keep files within the limit (413), carry a prompt (422)."""
+    scan = _MultipartScan()
+    try:
+        parser = MultipartParser(boundary, scan.callbacks())
+        parser.write(body)
+        parser.finalize()
+    except FormParserError as error:
+        return Rejection(400, f"malformed multipart body: {error}")
+    if not scan.ended or any(p.name is None for p in scan.parts):
+        return Rejection(400, "malformed multipart body: unterminated, or a part without a name")
+    for part in scan.parts:
+        if part.filename is not None and part.size > max_file_bytes:
+            return Rejection(
+                413,
+                f"file {part.filename!r} is {part.size} bytes; the limit is "
+                f"{max_file_bytes} bytes per file",
+                {
+                    "file": part.filename,
+                    "field": part.name,
+                    "size": part.size,
+                    "limit": max_file_bytes,
+                },
+            )
+    if not any(p.name == "prompt" and p.filename is None for p in scan.parts):
+        return Rejection(422, "multipart body has no 'prompt' field")
+    return None

@@ -1,0 +1,701 @@
+"""Builders: the Python spelling of a script, and its one validation layer.
+
+Each builder returns the frozen values of ``_script`` and checks every argument.
+The file loader calls these same builders with the file's keys as keyword
+arguments, so a script written in Python and one read from TOML or JSON are
+accepted, rejected and explained alike: a ``ScenarioError`` names the field and
+says what was expected and what was got.
+
+Where the file has a table (``gap``, ``stall``, ``headers``, ``body``), the
+builder also takes a mapping of the same shape, so ``stream(gap={"kind":
+"uniform", "low": 0.01, "high": 0.02})`` means what the file's inline table does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn, cast, get_args
+
+from fake_servers._formats import format_names
+from fake_servers._script import (
+    Ending,
+    Endpoint,
+    Framing,
+    Gap,
+    Headers,
+    LineEnding,
+    Method,
+    Respond,
+    Scenario,
+    Stall,
+    Step,
+    Stream,
+    Then,
+)
+
+__all__ = [
+    "STEP_BUILDERS",
+    "ScenarioError",
+    "abort",
+    "build_step",
+    "drip",
+    "endpoint",
+    "exponential",
+    "fixed",
+    "required_keys",
+    "respond",
+    "scenario",
+    "show",
+    "stall",
+    "step_arguments",
+    "step_keys",
+    "stream",
+    "suggestion",
+    "truncate",
+    "uniform",
+]
+
+GapLike = float | Gap | Mapping[str, Any]
+StallLike = Stall | Mapping[str, Any]
+HeadersLike = Mapping[str, str] | Iterable[tuple[str, str]]
+MAX_SEED = 2**63 - 1  # the largest integer a TOML file can hold
+
+
+class ScenarioError(ValueError):
+    """A script that cannot be played, and where it went wrong.
+
+    Attributes:
+        problem: what is wrong, without the location.
+        file: the scenario file, or None for a builder call.
+        step: the endpoint or step it is in, e.g. ``endpoint[0].step[1]``; None at the top.
+        field: the argument or key, e.g. ``gap`` or ``stall.seconds``; None for a whole table.
+        line: the line of a syntax error, when known.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        field: str | None = None,
+        step: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.problem = problem
+        self.field = field
+        self.step = step
+        self.file = file
+        self.line = line
+        super().__init__(problem)
+
+    def __str__(self) -> str:
+        place = ".".join(part for part in (self.step, self.field) if part)
+        if self.line is not None and not place:
+            place = f"line {self.line}"
+        return ": ".join(part for part in (self.file, place, self.problem) if part)
+
+    def located(
+        self, *, file: str | None = None, step: str | None = None, parent: str | None = None
+    ) -> ScenarioError:
+        """A copy placed in ``file``, at ``step``, under the parent field ``parent``."""
+        field = ".".join(part for part in (parent, self.field) if part) or None
+        return ScenarioError(
+            self.problem,
+            field=field,
+            step=self.step or step,
+            file=self.file or file,
+            line=self.line,
+        )
+
+
+# -- the validation layer ------------------------------------------------------
+
+
+def show(value: object) -> str:
+    """A short rendering of a rejected value, in the files' (JSON) spelling."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _reject(field: str, expected: str, got: object) -> NoReturn:
+    raise ScenarioError(f"expected {expected}, got {show(got)}", field=field)
+
+
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """``'; did you mean "x"?'`` for the closest of ``choices``, or ``""``."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f'; did you mean "{by_lower[close[0]]}"?' if close else ""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _seconds(field: str, value: object, *, positive: bool = False) -> float:
+    expected = "a number > 0" if positive else "a number >= 0"
+    if not _is_number(value):
+        _reject(field, expected, value)
+    try:
+        seconds = float(cast(float, value))
+    except OverflowError:
+        _reject(field, expected, value)
+    if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
+        _reject(field, expected, value)
+    return seconds
+
+
+def _optional_seconds(field: str, value: object, *, positive: bool = False) -> float | None:
+    return None if value is None else _seconds(field, value, positive=positive)
+
+
+def _integer(field: str, value: object, low: int = 0, high: int | None = None) -> int:
+    expected = f"an integer {low}..{high}" if high is not None else f"an integer >= {low}"
+    if not isinstance(value, int) or isinstance(value, bool):
+        _reject(field, expected, value)
+    if value < low or (high is not None and value > high):
+        _reject(field, expected, value)
+    return value
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        _reject(field, "true or false", value)
+    return value
+
+
+def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
+    if isinstance(value, str) and value in choices:
+        return value
+    expected = "one of " + ", ".join(f'"{choice}"' for choice in choices)
+    hint = suggestion(value, choices) if isinstance(value, str) else ""
+    raise ScenarioError(f"expected {expected}, got {show(value)}{hint}", field=field)
+
+
+def _text(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value or any(c in value for c in "\r\n\0"):
+        _reject(field, "a non-empty single-line string", value)
+    return value
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADERS_SHAPE = "a table of name = value, or a list of [name, value] pairs"
+
+
+def _header_pairs(value: object) -> list[tuple[object, object]]:
+    if isinstance(value, Mapping):
+        return list(value.items())
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        _reject("headers", _HEADERS_SHAPE, value)
+    pairs: list[tuple[object, object]] = []
+    for pair in value:
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            _reject("headers", _HEADERS_SHAPE, value)
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def _headers(value: object) -> Headers:
+    if value is None:
+        return ()
+    headers: list[tuple[str, str]] = []
+    for name, text in _header_pairs(value):
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            _reject("headers", "header names made of letters, digits and -", name)
+        if not isinstance(text, str) or any(c in text for c in "\r\n\0"):
+            _reject(f"headers.{name}", "a single-line string", text)
+        headers.append((name, text))
+    return tuple(headers)
+
+
+def _has_header(headers: Headers, name: str) -> bool:
+    return any(key.lower() == name for key, _ in headers)
+
+
+def _body(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+        except (TypeError, ValueError):
+            pass
+    _reject("body", "a string or a table (sent as JSON)", value)
+
+
+def _seconds_header(seconds: float) -> str:
+    """Whole seconds as an integer, the way servers usually write them."""
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
+
+
+def _check_keys(kind: str, keys: Iterable[str], valid: Iterable[str]) -> None:
+    allowed = sorted(valid)
+    for key in keys:
+        if key not in allowed:
+            hint = suggestion(key, allowed) or "; valid keys: " + ", ".join(allowed)
+            raise ScenarioError(f"unknown key for {kind}{hint}", field=key)
+
+
+def _from_table(kind: str, table: object, build: Callable[..., Any], skip: str = "") -> Any:
+    """Call ``build`` with a table's keys, after checking them against its parameters."""
+    if not isinstance(table, Mapping):
+        raise ScenarioError(f"expected a table, got {show(table)}")
+    params = inspect.signature(build).parameters
+    keys = [key for key in table if key != skip]
+    _check_keys(kind, keys, params)
+    for name in params:
+        if params[name].default is inspect.Parameter.empty and name not in table:
+            raise ScenarioError("required key is missing", field=name)
+    return build(**{key: table[key] for key in keys})
+
+
+# -- gaps and stalls -------------------------------------------------------------
+
+
+def fixed(seconds: float) -> Gap:
+    """The same gap between every two events."""
+    return Gap("fixed", seconds=_seconds("seconds", seconds))
+
+
+def uniform(low: float, high: float) -> Gap:
+    """Gaps drawn (seeded) uniformly from ``low..high`` seconds."""
+    low = _seconds("low", low)
+    if _seconds("high", high) < low:
+        _reject("high", f"a number >= low ({low:g})", high)
+    return Gap("uniform", low=low, high=float(high))
+
+
+def exponential(mean: float) -> Gap:
+    """Gaps drawn (seeded) from an exponential distribution with this mean in seconds."""
+    return Gap("exponential", seconds=_seconds("mean", mean, positive=True))
+
+
+_GAP_BUILDERS: dict[str, Callable[..., Gap]] = {
+    "fixed": fixed,
+    "uniform": uniform,
+    "exponential": exponential,
+}
+
+
+def _gap(value: object) -> Gap:
+    try:
+        if isinstance(value, Gap):
+            value = _gap_table(value)
+        if isinstance(value, Mapping):
+            kind = _choice("kind", value.get("kind"), tuple(_GAP_BUILDERS))
+            return cast(Gap, _from_table(f'a "{kind}" gap', value, _GAP_BUILDERS[kind], "kind"))
+    except ScenarioError as error:
+        raise error.located(parent="gap") from None
+    if not _is_number(value):
+        _reject("gap", "a number >= 0 or a table", value)
+    return fixed(_seconds("gap", value))
+
+
+def _gap_table(gap: Gap) -> dict[str, Any]:
+    if gap.kind == "uniform":
+        return {"kind": "uniform", "low": gap.low, "high": gap.high}
+    key = "mean" if gap.kind == "exponential" else "seconds"
+    return {"kind": gap.kind, key: gap.seconds}
+
+
+def _stall_value(after: object, seconds: object, keepalive: object, events: int) -> Stall:
+    if isinstance(after, int) and not isinstance(after, bool) and after > events:
+        _reject("after", f"an integer 0..{events} (at most events)", after)
+    return Stall(
+        after=_integer("after", after),
+        seconds=_optional_seconds("seconds", seconds),
+        keepalive=_optional_seconds("keepalive", keepalive, positive=True),
+    )
+
+
+def _stall_field(value: object, events: int) -> Stall | None:
+    if value is None:
+        return None
+    if isinstance(value, Stall):
+        value = dataclasses.asdict(value)
+
+    def build(after: object = 0, seconds: object = None, keepalive: object = None) -> Stall:
+        return _stall_value(after, seconds, keepalive, events)
+
+    try:
+        return cast(Stall, _from_table("a stall", value, build))
+    except ScenarioError as error:
+        raise error.located(parent="stall") from None
+
+
+# -- steps -------------------------------------------------------------------------
+
+
+def respond(
+    status: int = 200,
+    *,
+    body: str | bytes | Mapping[str, Any] | None = None,
+    headers: HeadersLike | None = None,
+    retry_after: float | None = None,
+    retry_after_date: float | None = None,
+    retry_after_ms: float | None = None,
+    delay: float = 0.0,
+) -> Respond:
+    """A plain response: a status such as 429 or 503, with optional Retry-After.
+
+    Args:
+        status: the HTTP status, 100..599.
+        body: the body; a string is sent as UTF-8, a mapping as JSON (with a JSON
+            Content-Type unless ``headers`` sets one). None: a JSON error naming the status.
+        headers: extra headers, a mapping or (name, value) pairs (repeats allowed).
+        retry_after: a ``Retry-After`` header in seconds (an integer when whole).
+        retry_after_date: ``Retry-After`` as an HTTP date this many seconds after sending.
+        retry_after_ms: a ``retry-after-ms`` header (milliseconds).
+        delay: seconds before the headers are sent.
+
+    Raises:
+        ScenarioError: an argument is out of range or two arguments set the same header.
+    """
+    parsed_body = _body(body)
+    extra = _headers(headers)
+    if isinstance(body, Mapping) and not _has_header(extra, "content-type"):
+        extra += (("content-type", "application/json"),)
+    extra += _retry_headers(extra, retry_after, retry_after_date, retry_after_ms)
+    return Respond(
+        status=_integer("status", status, 100, 599),
+        headers=extra,
+        body=parsed_body,
+        delay=_seconds("delay", delay),
+        retry_after_date=_optional_seconds("retry_after_date", retry_after_date),
+    )
+
+
+def _retry_headers(
+    headers: Headers, after: object, after_date: object, after_ms: object
+) -> Headers:
+    """The Retry-After headers the three ``retry_after*`` arguments ask for."""
+    added: list[tuple[str, str]] = []
+    if after is not None and after_date is not None:
+        raise ScenarioError(
+            "conflicts with retry_after (both set Retry-After)", field="retry_after_date"
+        )
+    for field, value, header in (
+        ("retry_after", after, "retry-after"),
+        ("retry_after_date", after_date, "retry-after"),
+        ("retry_after_ms", after_ms, "retry-after-ms"),
+    ):
+        if value is None:
+            continue
+        if _has_header(headers, header):
+            raise ScenarioError(f'conflicts with the "{header}" header in headers', field=field)
+        seconds = _seconds(field, value)
+        if field != "retry_after_date":
+            added.append((header, _seconds_header(seconds)))
+    return tuple(added)
+
+
+def stream(
+    events: int = 5,
+    *,
+    gap: GapLike = 0.0,
+    end: Ending = "done",
+    ids: bool = False,
+    resume: bool = True,
+    format: str = "openai",
+    status: int = 200,
+    headers: HeadersLike | None = None,
+    delay: float = 0.0,
+    stall: StallLike | None = None,
+    line_ending: LineEnding = "lf",
+    bom: bool = False,
+    comment_every: int = 0,
+    retry_ms: int | None = None,
+    split: int = 0,
+    split_random: bool = False,
+    split_pause: float = 0.0,
+    buffered: bool = False,
+    content_type: str = Framing.content_type,
+) -> Stream:
+    """An SSE response of ``events`` events ``gap`` apart, then ``end``.
+
+    Args:
+        events: how many data events, >= 0.
+        gap: seconds between events, or a ``fixed``/``uniform``/``exponential`` gap.
+        end: ``done`` (terminal event), ``truncate`` (clean end without it),
+            ``abort`` (broken connection), ``abort_mid_line`` (broken inside an event).
+        ids: send ``id:`` fields; ``resume``: honour Last-Event-ID by continuing after it.
+        format: the event format's name in the format registry.
+        status, headers, delay: as for ``respond``; set the Content-Type with ``content_type``.
+        stall: a ``Stall`` (or its table): silence after ``stall.after`` events.
+        line_ending, bom, comment_every, retry_ms: how the SSE text is laid out.
+        split, split_random, split_pause: cut writes into pieces of at most ``split``
+            bytes (random sizes with ``split_random``), ``split_pause`` seconds apart.
+        buffered: hold every byte back and send it all at the end.
+        content_type: the Content-Type header.
+
+    Raises:
+        ScenarioError: an argument is out of range or contradicts another.
+    """
+    events = _integer("events", events)
+    extra = _headers(headers)
+    if _has_header(extra, "content-type"):
+        raise ScenarioError("set a stream's Content-Type with content_type", field="headers")
+    return Stream(
+        events=events,
+        gap=_gap(gap),
+        end=cast(Ending, _choice("end", end, get_args(Ending))),
+        status=_integer("status", status, 100, 599),
+        headers=extra,
+        delay=_seconds("delay", delay),
+        stall=_stall_field(stall, events),
+        format=_choice("format", format, format_names()),
+        ids=_flag("ids", ids),
+        resume=_flag("resume", resume),
+        framing=_framing(
+            line_ending,
+            bom,
+            comment_every,
+            retry_ms,
+            split,
+            split_random,
+            split_pause,
+            buffered,
+            content_type,
+        ),
+    )
+
+
+def _framing(
+    line_ending: object,
+    bom: object,
+    comment_every: object,
+    retry_ms: object,
+    split: object,
+    split_random: object,
+    split_pause: object,
+    buffered: object,
+    content_type: object,
+) -> Framing:
+    framing = Framing(
+        line_ending=cast(LineEnding, _choice("line_ending", line_ending, get_args(LineEnding))),
+        bom=_flag("bom", bom),
+        comment_every=_integer("comment_every", comment_every),
+        retry_ms=None if retry_ms is None else _integer("retry_ms", retry_ms),
+        split=_integer("split", split),
+        split_random=_flag("split_random", split_random),
+        split_pause=_seconds("split_pause", split_pause),
+        buffered=_flag("buffered", buffered),
+        content_type=_text("content_type", content_type),
+    )
+    if framing.split == 0 and framing.split_random:
+        raise ScenarioError("needs split >= 1 (the largest piece)", field="split_random")
+    if framing.split == 0 and framing.split_pause > 0:
+        raise ScenarioError("needs split >= 1 (pieces to pause between)", field="split_pause")
+    return framing
+
+
+_STREAM_KEYS = frozenset(inspect.signature(stream).parameters)
+# Keys a shorthand sets itself (so they cannot be passed through), and what from.
+_SET_FROM = {
+    "respond": {},
+    "stream": {},
+    "stall": {"stall": "after, seconds and keepalive"},
+    "drip": {"split": "rate", "split_random": "rate", "split_pause": "rate"},
+    "truncate": {"events": "after", "end": "the kind"},
+    "abort": {"events": "after", "end": "mid_line"},
+}
+
+
+def _check_step_keys(kind: str, keys: Iterable[str]) -> None:
+    for key in keys:
+        if key in _SET_FROM[kind]:
+            raise ScenarioError(
+                f"not allowed in {_step_name(kind)}, which sets it from {_SET_FROM[kind][key]}",
+                field=key,
+            )
+    _check_keys(_step_name(kind), keys, step_keys(kind))
+
+
+def _step_name(kind: str) -> str:
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f'{article} "{kind}" step'
+
+
+def stall(
+    after: int = 0,
+    seconds: float | None = None,
+    *,
+    keepalive: float | None = None,
+    events: int = 5,
+    **stream_kwargs: Any,
+) -> Stream:
+    """A stream that goes silent after ``after`` events, for ``seconds`` (None: for good).
+
+    With ``keepalive``, an SSE comment every ``keepalive`` seconds keeps bytes
+    flowing while no data does. Other keywords are ``stream``'s.
+    """
+    _check_step_keys("stall", stream_kwargs)
+    silence = _stall_value(after, seconds, keepalive, _integer("events", events))
+    return stream(events, stall=silence, **stream_kwargs)
+
+
+def drip(rate: float, **stream_kwargs: Any) -> Stream:
+    """A stream written one byte at a time, ``rate`` bytes per second."""
+    _check_step_keys("drip", stream_kwargs)
+    pause = 1.0 / _seconds("rate", rate, positive=True)
+    if not math.isfinite(pause):
+        _reject("rate", "a number > 0", rate)
+    return stream(split=1, split_pause=pause, **stream_kwargs)
+
+
+def truncate(after: int, **stream_kwargs: Any) -> Stream:
+    """A stream that ends cleanly after ``after`` events, without the terminal event."""
+    _check_step_keys("truncate", stream_kwargs)
+    return stream(_integer("after", after), end="truncate", **stream_kwargs)
+
+
+def abort(after: int, *, mid_line: bool = False, **stream_kwargs: Any) -> Stream:
+    """A stream whose connection breaks after ``after`` events (inside the next: ``mid_line``)."""
+    _check_step_keys("abort", stream_kwargs)
+    end: Ending = "abort_mid_line" if _flag("mid_line", mid_line) else "abort"
+    return stream(_integer("after", after), end=end, **stream_kwargs)
+
+
+STEP_BUILDERS: dict[str, Callable[..., Step]] = {
+    "respond": respond,
+    "stream": stream,
+    "stall": stall,
+    "drip": drip,
+    "truncate": truncate,
+    "abort": abort,
+}
+
+
+def step_keys(kind: str) -> frozenset[str]:
+    """Every keyword the ``kind`` builder takes (its own and the passed-through ``stream`` ones)."""
+    params = inspect.signature(STEP_BUILDERS[kind]).parameters
+    own = frozenset(params) - {"stream_kwargs"}
+    if "stream_kwargs" not in params:
+        return own
+    return own | (_STREAM_KEYS - _SET_FROM[kind].keys())
+
+
+def required_keys(kind: str) -> tuple[str, ...]:
+    """The keywords the ``kind`` builder cannot do without."""
+    params = inspect.signature(STEP_BUILDERS[kind]).parameters.values()
+    return tuple(p.name for p in params if p.default is p.empty and p.kind is not p.VAR_KEYWORD)
+
+
+def build_step(kind: str, arguments: Mapping[str, Any]) -> Step:
+    """Build a ``kind`` step from keyword ``arguments``, checking every key first."""
+    kind = _choice("kind", kind, tuple(STEP_BUILDERS))
+    _check_step_keys(kind, arguments)
+    for name in required_keys(kind):
+        if name not in arguments:
+            raise ScenarioError("required key is missing", field=name)
+    return STEP_BUILDERS[kind](**arguments)
+
+
+def step_arguments(step: Step) -> tuple[str, dict[str, Any]]:
+    """The builder and keyword arguments that rebuild ``step`` exactly (for valid steps)."""
+    if isinstance(step, Respond):
+        return "respond", {
+            "status": step.status,
+            "body": step.body,
+            "headers": step.headers,
+            "retry_after_date": step.retry_after_date,
+            "delay": step.delay,
+        }
+    arguments = {
+        "events": step.events,
+        "gap": step.gap,
+        "end": step.end,
+        "ids": step.ids,
+        "resume": step.resume,
+        "format": step.format,
+        "status": step.status,
+        "headers": step.headers,
+        "delay": step.delay,
+        "stall": step.stall,
+    }
+    arguments.update(dataclasses.asdict(step.framing))
+    return "stream", arguments
+
+
+# -- endpoints and scenarios -----------------------------------------------------
+
+
+def _path(value: object) -> str:
+    if not isinstance(value, str) or not value.startswith("/") or re.search(r"[\s?#]", value):
+        _reject("path", 'a path starting with "/" (no query, no spaces)', value)
+    return value
+
+
+def _checked_step(index: int, step: object) -> Step:
+    if not isinstance(step, Respond | Stream):
+        raise ScenarioError(
+            f"expected a step (respond(), stream(), ...), got {show(step)}", field=f"steps[{index}]"
+        )
+    kind, arguments = step_arguments(step)
+    try:
+        return build_step(kind, arguments)
+    except ScenarioError as error:
+        raise error.located(parent=f"steps[{index}]") from None
+
+
+def endpoint(
+    path: str, *steps: Step, method: Method = "ANY", then: Then = "repeat_last"
+) -> Endpoint:
+    """A path and what its successive attempts get: attempt n plays ``steps[n-1]``.
+
+    Args:
+        path: the URL path, starting with "/".
+        steps: one step per attempt.
+        method: ``GET``, ``POST`` or ``ANY``.
+        then: what attempts past the last step get: ``repeat_last`` or ``cycle``.
+
+    Raises:
+        ScenarioError: a bad path, no steps, or a step with out-of-range values.
+    """
+    if not steps:
+        raise ScenarioError("expected at least one step", field="steps")
+    return Endpoint(
+        path=_path(path),
+        steps=tuple(_checked_step(i, step) for i, step in enumerate(steps)),
+        method=cast(Method, _choice("method", method, get_args(Method))),
+        then=cast(Then, _choice("then", then, get_args(Then))),
+    )
+
+
+def scenario(*endpoints: Endpoint, seed: int = 0) -> Scenario:
+    """Every endpoint of a server, and the seed for its content and randomness.
+
+    Raises:
+        ScenarioError: two endpoints share a path, or the seed is out of range.
+    """
+    checked = tuple(_checked_endpoint(i, item) for i, item in enumerate(endpoints))
+    seen: dict[str, int] = {}
+    for index, item in enumerate(checked):
+        if item.path in seen:
+            raise ScenarioError(
+                f"duplicate path {show(item.path)} (endpoint[{seen[item.path]}] has it too)",
+                field="path",
+                step=f"endpoint[{index}]",
+            )
+        seen[item.path] = index
+    return Scenario(endpoints=checked, seed=_integer("seed", seed, 0, MAX_SEED))
+
+
+def _checked_endpoint(index: int, item: object) -> Endpoint:
+    if not isinstance(item, Endpoint):
+        _reject(f"endpoints[{index}]", "an endpoint()", item)
+    try:
+        return endpoint(item.path, *item.steps, method=item.method, then=item.then)
+    except ScenarioError as error:
+        raise error.located(step=f"endpoint[{index}]") from None

@@ -1,0 +1,245 @@
+"""FakeServer: the scripted app on Hypercorn, in its own thread and event loop.
+
+The listening socket is bound here, before the thread starts, so the port is
+known at once and early connections wait in the backlog. Each accepted
+connection runs Hypercorn's HTTP/1.1 connection handler; keeping the writers
+lets ``stop()`` cut every connection within a fixed time, even one whose
+client stopped reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+from types import TracebackType
+from typing import Any, cast
+
+from hypercorn.asyncio.tcp_server import TCPServer
+from hypercorn.asyncio.worker_context import WorkerContext
+from hypercorn.config import Config
+from hypercorn.utils import wrap_app
+
+from fake_servers._app import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_FILE_BYTES,
+    ScriptPlayer,
+    build_app,
+)
+from fake_servers._formats import vocabulary
+from fake_servers._ledger import Ledger
+from fake_servers._script import Endpoint, Method, Scenario, Step, Then
+
+__all__ = ["FakeServer", "ServerError"]
+
+_START_TIMEOUT = 5.0
+_STOP_TIMEOUT = 5.0
+_GRACE = 0.15  # how long stop() lets connections close on their own before cutting them
+_BACKLOG = 4096
+
+
+class ServerError(RuntimeError):
+    """The server could not start, or its app hit an exception (see ``__cause__``)."""
+
+
+class FakeServer:
+    """A scripted LLM streaming server on 127.0.0.1, recording everything in a ledger."""
+
+    def __init__(
+        self,
+        scenario: Scenario | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ledger: Ledger | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.ledger = ledger if ledger is not None else Ledger()
+        self._player = ScriptPlayer(
+            scenario if scenario is not None else Scenario(),
+            self.ledger,
+            max_file_bytes=max_file_bytes,
+            max_body_bytes=max_body_bytes,
+        )
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    # -- the script ----------------------------------------------------------------
+    @property
+    def scenario(self) -> Scenario:
+        return self._player.scenario
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. ``http://127.0.0.1:54321``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def load(self, scenario: Scenario) -> None:
+        """Replace every endpoint; clear the ledger (and so the attempt counters)."""
+        vocabulary(scenario.seed)  # faker is slow: build the words now, not mid-request
+        self._player.scenario = scenario
+        self.ledger.clear()
+
+    def script(
+        self, path: str, *steps: Step, method: Method = "ANY", then: Then = "repeat_last"
+    ) -> None:
+        """Add or replace the endpoint at ``path``, keep the others; clear the ledger."""
+        endpoint = Endpoint(path=path, steps=steps, method=method, then=then)
+        old = self.scenario
+        others = tuple(e for e in old.endpoints if e.path != path)
+        self.load(Scenario(endpoints=(*others, endpoint), seed=old.seed))
+
+    def reset(self) -> None:
+        """No endpoints and an empty ledger (the seed stays)."""
+        self.load(Scenario(seed=self.scenario.seed))
+
+    def check(self) -> None:
+        """Raise, in the caller's thread, the first exception the app hit (once)."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise ServerError(f"the fake server's thread failed: {failure!r}") from failure
+        if self._player.errors:
+            error = self._player.errors.pop(0)
+            self._player.errors.clear()
+            raise ServerError(f"the fake server's app failed: {error!r}") from error
+
+    # -- running ---------------------------------------------------------------------
+    def start(self) -> FakeServer:
+        """Bind, start the server thread, and return once it accepts connections."""
+        if self._thread is not None:
+            return self
+        vocabulary(self.scenario.seed)  # faker is slow: build the words now, not mid-request
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(_BACKLOG)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        self._ready.clear()
+        self._failure = None
+        self._thread = threading.Thread(
+            target=self._run, args=(sock,), name=f"fake-server:{self.port}", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT) or self._failure is not None:
+            self.stop()
+            raise ServerError(f"fake server on {self.url} did not start") from self._failure
+        return self
+
+    def stop(self) -> None:
+        """Cut open streams (ending them as ``server_stopped``) and shut down; idempotent."""
+        thread, loop, stopping = self._thread, self._loop, self._stopping
+        if thread is None:
+            return
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(stopping.set)
+        thread.join(_STOP_TIMEOUT)
+        self._thread = self._loop = self._stopping = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if thread.is_alive():  # shutdown is bounded by _GRACE; this would be a bug
+            raise ServerError(f"fake server thread {thread.name} did not stop")
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self._thread is not None else "stopped"
+        return f"<FakeServer {self.url} {state}>"
+
+    # -- the server thread -------------------------------------------------------------
+    def _run(self, sock: socket.socket) -> None:
+        try:
+            asyncio.run(self._serve(sock))
+        except BaseException as error:  # report to start(), never kill the process
+            self._failure = error
+            self._ready.set()
+
+    async def _serve(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self._loop = loop
+        config = _config()
+        context = WorkerContext(None)
+        # Starlette's ASGI types and Hypercorn's differ only in their TypedDicts.
+        app = wrap_app(cast(Any, build_app(self._player)), config.wsgi_max_body_size, "asgi")
+        connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+
+        async def serve_connection(
+            reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            connections[task] = writer
+            _no_delay(writer)
+            try:
+                await TCPServer(app, loop, config, context, {}, reader, writer)
+            finally:
+                connections.pop(task, None)
+
+        server = await asyncio.start_server(serve_connection, sock=sock, backlog=_BACKLOG)
+        self._ready.set()
+        await self._stopping.wait()
+        await self._shutdown(server, context, connections)
+
+    async def _shutdown(
+        self,
+        server: asyncio.Server,
+        context: WorkerContext,
+        connections: dict[asyncio.Task[None], asyncio.StreamWriter],
+    ) -> None:
+        self._player.cut_all()  # streams end as server_stopped and drop their connections
+        server.close()  # no new connections
+        await context.terminated.set()  # idle keep-alive connections close
+        if connections:
+            await asyncio.wait(list(connections), timeout=_GRACE)
+        for writer in connections.values():
+            writer.transport.abort()  # whatever is left, e.g. a client that stopped reading
+        if connections:
+            await asyncio.wait(list(connections), timeout=_GRACE)
+        for task in list(connections):
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+        await server.wait_closed()
+
+
+def _config() -> Config:
+    config = Config()
+    config.accesslog = None
+    config.errorlog = logging.getLogger("fake_servers.server")
+    config.graceful_timeout = _GRACE
+    config.include_server_header = False
+    return config
+
+
+def _no_delay(writer: asyncio.StreamWriter) -> None:
+    # Each SSE event is a small write that must leave at once: no Nagle batching.
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

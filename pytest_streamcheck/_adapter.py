@@ -1,0 +1,175 @@
+"""The adapter contract: how the kit drives one client, whatever it is written in.
+
+An adapter starts streams, hands over what the client delivers to its consumer
+(through a ``StreamSink``), passes on offline/online signals, and closes. The
+runner owns timestamps: a sink stamps every delivery on the kit's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from conformance._case import Capability, StreamRequest
+from conformance._evidence import DeliveryLog, ErrorKind
+from conformance.reference._config import ClientPolicy
+
+__all__ = [
+    "AdapterInfo",
+    "AdapterRequest",
+    "ClientAdapter",
+    "StreamCancelled",
+    "StreamSink",
+    "SyncClientAdapter",
+]
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """Who the client is and what it can do."""
+
+    name: str
+    version: str = "unknown"
+    capabilities: frozenset[Capability] = field(default_factory=frozenset)
+    # A client that cannot take its policy from the kit names the profile it follows;
+    # the suite then runs that profile at its real timing.
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class AdapterRequest:
+    """A stream to open: the case's request and the absolute URL to send it to."""
+
+    url: str
+    request: StreamRequest
+
+    @property
+    def stream(self) -> str:
+        return self.request.stream
+
+
+class StreamCancelled(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a sink once the runner has cancelled the stream; let it propagate."""
+
+
+class StreamSink:
+    """Where an adapter reports what its client handed the consumer, for one stream."""
+
+    def __init__(self, log: DeliveryLog, stream: str) -> None:
+        self._log = log
+        self._stream = stream
+        self._cancelled = False
+        self.chunks = 0
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def _guard(self) -> None:
+        if self._cancelled:
+            raise StreamCancelled(self._stream)
+
+    def chunk(self, data: str, *, id: str | None = None, event: str | None = None) -> None:
+        self._guard()
+        self.chunks += 1
+        self._log.add(self._stream, "chunk", data=data, id=id or None, event=event)
+
+    def state(self, state: str, *, delay: float | None = None, detail: str = "") -> None:
+        self._log.add(self._stream, "state", state=state, delay=delay, detail=detail)
+
+    def error(self, kind: ErrorKind, detail: str = "", *, status: int | None = None) -> None:
+        self._log.add(self._stream, "error", error=kind, detail=detail, status=status)
+
+    def done(self) -> None:
+        self._log.add(self._stream, "done")
+
+    def log(self, message: str) -> None:
+        self._log.add(self._stream, "log", data=message)
+
+
+@runtime_checkable
+class ClientAdapter(Protocol):
+    """An async adapter. ``stream`` runs until the stream ends; the runner cancels
+    its task to model a consumer that stops reading, and the adapter must then
+    close the client's stream (for an iterator: leave the loop, which closes it)."""
+
+    info: AdapterInfo
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        """Use this policy from now on (only called with the "configurable" capability)."""
+
+    async def reset(self) -> None:
+        """Forget breaker state, attempt counts and streams: called before every case."""
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None: ...
+
+    async def offline(self) -> None: ...
+
+    async def online(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SyncClientAdapter:
+    """Base for wrapping a synchronous client: implement the ``*_sync`` methods.
+
+    ``stream_sync`` runs in a worker thread. When the runner cancels the stream,
+    the next call on the sink raises ``StreamCancelled``, which breaks the
+    consumer's loop (close the client's stream in a ``with`` or ``finally``).
+    """
+
+    info: AdapterInfo
+
+    def configure_sync(self, policy: ClientPolicy) -> None:
+        """Override to take the policy."""
+
+    def reset_sync(self) -> None:
+        """Override to reset the client."""
+
+    def stream_sync(self, request: AdapterRequest, sink: StreamSink) -> None:
+        raise NotImplementedError
+
+    def offline_sync(self) -> None:
+        """Override if the client handles offline."""
+
+    def online_sync(self) -> None:
+        """Override if the client handles online."""
+
+    def close_sync(self) -> None:
+        """Override to release the client."""
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        await asyncio.to_thread(self.configure_sync, policy)
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self.reset_sync)
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
+        try:
+            await asyncio.shield(asyncio.to_thread(self._guarded, request, sink))
+        except asyncio.CancelledError:
+            sink.cancel()  # the thread notices at its next delivery
+            raise
+
+    def _guarded(self, request: AdapterRequest, sink: StreamSink) -> None:
+        try:
+            self.stream_sync(request, sink)
+        except StreamCancelled:
+            pass
+
+    async def offline(self) -> None:
+        await asyncio.to_thread(self.offline_sync)
+
+    async def online(self) -> None:
+        await asyncio.to_thread(self.online_sync)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close_sync)
+
+
+AdapterFactory = Callable[[], ClientAdapter]

@@ -1,0 +1,720 @@
+"""The exec adapter: a client in any language, driven over JSON lines (docs/exec-protocol.md).
+
+``ExecAdapter`` starts the client's process on the running event loop, writes
+commands to its stdin and dispatches the events on its stdout: stream events to
+the ``StreamSink`` of their stream, replies to the command waiting for them.
+Everything the process writes to stderr is kept in a ring buffer and quoted in
+every ``HarnessError``.
+
+Any breach (a bad line, an exit, a command or stream left unanswered) ends the
+process: the kit cannot trust it any more, and the runner starts a fresh adapter
+for the next case. The line format and the event vocabulary are checked by pure
+functions (``parse_event``, ``parse_hello``, ``stream_command``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shlex
+import signal
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Self, cast, get_args
+
+from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
+from conformance._evidence import ERROR_KINDS, ErrorKind
+from conformance._profiles import policy_to_dict
+from conformance.reference._config import ClientPolicy
+from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
+from pytest_streamcheck._runner import HarnessError
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ExecAdapter",
+    "ProtocolError",
+    "parse_event",
+    "parse_hello",
+    "stream_command",
+]
+
+PROTOCOL_VERSION: Final = 1
+LINE_LIMIT = 16 * 1024 * 1024  # bytes in one stdout line; a longer line is a protocol error
+SHUTDOWN_GRACE = 2.0  # seconds a process gets to exit after ``shutdown`` (the protocol's 2 s)
+TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
+EXIT_GRACE = 1.0  # after stdout closed: seconds to let the process exit on its own
+PIPE_GRACE = 1.0  # after the exit: seconds to read what is left in the pipes
+TAIL_IN_MESSAGES = 20  # stderr lines quoted in an error message
+QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
+
+Reply = Literal["hello", "configured", "reset"]
+StreamEventType = Literal["chunk", "state", "error", "done", "log"]
+REPLIES: tuple[Reply, ...] = get_args(Reply)
+STREAM_EVENTS: tuple[StreamEventType, ...] = get_args(StreamEventType)
+
+
+class ProtocolError(ValueError):
+    """A stdout line or reply that breaks protocol v1; the message says how."""
+
+
+# -- the pure part: commands out, events in ------------------------------------------
+
+
+def encode(command: Mapping[str, Any]) -> bytes:
+    """One command as a JSON line (ASCII-safe, no NaN: any JSON parser reads it)."""
+    return json.dumps(command, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def stream_command(request: AdapterRequest) -> dict[str, Any]:
+    """The ``stream`` command for ``request``, with its body mapped per the protocol."""
+    req = request.request
+    return {
+        "cmd": "stream",
+        "stream": req.stream,
+        "url": request.url,
+        "method": req.method,
+        "headers": dict(req.headers),
+        "body": _body(req.body),
+        "idempotent": req.idempotent,
+        "cancel_after": req.cancel_after,
+    }
+
+
+def _body(body: JsonBody | MultipartBody | None) -> dict[str, Any] | None:
+    if body is None:
+        return None
+    if isinstance(body, JsonBody):
+        return {"json": body.value}
+    files = [
+        {
+            "name": name,
+            "filename": filename,
+            "content_type": content_type,
+            "base64": base64.b64encode(data).decode("ascii"),
+        }
+        for name, filename, content_type, data in body.files
+    ]
+    return {"multipart": {"fields": dict(body.fields), "files": files}}
+
+
+def parse_event(line: bytes) -> dict[str, Any] | None:
+    """One stdout line as an event object; None for a blank line.
+
+    Raises:
+        ProtocolError: the line is not UTF-8, not a JSON object, has an unknown
+            ``type``, or a stream event without its string ``stream`` id.
+    """
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"is not UTF-8 ({exc.reason})") from None
+    if not text.strip():
+        return None
+    try:
+        event = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"is not JSON ({exc})") from None
+    if not isinstance(event, dict):
+        raise ProtocolError(f"is JSON but not an object (a {type(event).__name__})")
+    kind = event.get("type")
+    if kind not in REPLIES and kind not in STREAM_EVENTS:
+        valid = ", ".join(REPLIES + STREAM_EVENTS)
+        raise ProtocolError(f"has an unknown type {kind!r}; protocol v1 events are {valid}")
+    if kind in STREAM_EVENTS and kind != "log" and not isinstance(event.get("stream"), str):
+        raise ProtocolError(f'is a {kind} event without a string "stream" id')
+    return event
+
+
+def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInfo, list[str]]:
+    """The client's identity from its ``hello`` reply, and the capabilities it named
+    that protocol v1 does not know (ignored, so a newer client still runs).
+
+    Raises:
+        ProtocolError: a wrong protocol version or a malformed field.
+    """
+    if reply.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"its hello reply says protocol {reply.get('protocol')!r}; "
+            f"the kit speaks protocol {PROTOCOL_VERSION}"
+        )
+    name = _text(reply, "name", "hello") or default_name
+    version = _text(reply, "version", "hello") or "unknown"
+    profile = _text(reply, "profile", "hello")
+    named = reply.get("capabilities", [])
+    if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
+        raise ProtocolError(f"hello.capabilities must be a list of strings, got {named!r}")
+    known = frozenset(cast(Capability, c) for c in named if c in CAPABILITIES)
+    unknown = [c for c in named if c not in CAPABILITIES]
+    return AdapterInfo(name, version, known, profile), unknown
+
+
+def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
+    """Hand one stream event to its sink; True if it ends the stream.
+
+    Raises:
+        ProtocolError: a field has the wrong type.
+        StreamCancelled: the runner cancelled the stream (from ``sink.chunk``).
+    """
+    kind = event["type"]
+    if kind == "chunk":
+        data = _text(event, "data", "chunk")
+        if data is None:
+            raise ProtocolError('a chunk event needs a string "data"')
+        sink.chunk(data, id=_text(event, "id", "chunk"), event=_text(event, "event", "chunk"))
+    elif kind == "state":
+        state = _text(event, "state", "state")
+        if state is None:
+            raise ProtocolError('a state event needs a string "state"')
+        delay = _number(event, "delay", "state")
+        sink.state(state, delay=delay, detail=_text(event, "detail", "state") or "")
+    elif kind == "error":
+        error, detail = _error_kind(event)
+        sink.error(error, detail, status=_status(event))
+    elif kind == "done":
+        sink.done()
+    elif kind == "log":
+        sink.log(_text(event, "message", "log") or "")
+    return kind in ("done", "error")
+
+
+def _error_kind(event: Mapping[str, Any]) -> tuple[ErrorKind, str]:
+    kind = _text(event, "kind", "error")
+    detail = _text(event, "detail", "error") or ""
+    if kind in ERROR_KINDS:
+        return kind, detail
+    # A kind outside the vocabulary is the client's mistake, not the kit's: keep it visible.
+    return "other", f"[kind {kind!r} is not in protocol v1] {detail}".rstrip()
+
+
+def _text(event: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = event.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ProtocolError(f"{where}.{key} must be a string, got {value!r}")
+    return value
+
+
+def _number(event: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = event.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProtocolError(f"{where}.{key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _status(event: Mapping[str, Any]) -> int | None:
+    value = event.get("status")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ProtocolError(f"error.status must be an integer, got {value!r}")
+    return value
+
+
+def _quote(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").rstrip("\r\n")
+    return repr(text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "...")
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+        return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+# -- the process shell ------------------------------------------------------------------
+
+
+@dataclass
+class _OpenStream:
+    sink: StreamSink
+    ended: asyncio.Future[None]
+    cancel_after: int | None  # the consumer stops reading after this many chunks
+    over: bool = False  # its done/error arrived, or its consumer stopped reading
+
+    def consumer_stopped(self) -> bool:
+        return self.cancel_after is not None and self.sink.chunks >= self.cancel_after
+
+
+@dataclass
+class _Failure:
+    """Why the process can no longer be used, and the full message once known."""
+
+    reason: str | None  # None: the process went away by itself
+    waiting: str  # what the kit was waiting for when it happened
+    task: asyncio.Task[str] | None = None
+    message: str = ""
+
+
+class ExecAdapter:
+    """Drives a client process that speaks the exec protocol v1 (docs/exec-protocol.md).
+
+    Start it with ``await adapter.start()`` (the handshake) before reading ``info``;
+    every other coroutine also starts it on first use. All coroutines must run on the
+    loop that started it. ``aclose()`` always leaves no process and no open pipe.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        hello_timeout: float = 10.0,
+        command_timeout: float = 10.0,
+        env: Mapping[str, str] | None = None,
+        stream_timeout: float | None = None,
+        stderr_lines: int = 200,
+    ) -> None:
+        """Prepares the adapter; nothing is started before ``start()``.
+
+        Args:
+            argv: The command and its arguments (run without a shell).
+            hello_timeout: Seconds the process has to answer ``hello``.
+            command_timeout: Seconds it has to answer ``configure``/``reset`` and to
+                read a command from its stdin.
+            env: Variables set for the process on top of the kit's environment.
+            stream_timeout: Seconds a stream may run before it must end; None (the
+                default) waits as long as the caller does (the runner's case limit).
+            stderr_lines: How many of the last stderr lines to keep.
+        """
+        if not argv:
+            raise ValueError("ExecAdapter needs a command")
+        self.argv = tuple(argv)
+        self.hello_timeout = hello_timeout
+        self.command_timeout = command_timeout
+        self.stream_timeout = stream_timeout
+        self._env = {**os.environ, **env} if env is not None else None
+        self._stderr: deque[str] = deque(maxlen=stderr_lines)
+        self._info: AdapterInfo | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._readers: tuple[asyncio.Task[None], ...] = ()  # stdout and stderr
+        self._replies: dict[str, deque[asyncio.Future[dict[str, Any]]]] = {
+            r: deque() for r in REPLIES
+        }
+        self._streams: dict[str, _OpenStream] = {}
+        self._finished: set[str] = set()  # streams whose late events are dropped quietly
+        self._failure: _Failure | None = None
+        self._closed = False
+        self._start_lock = asyncio.Lock()
+        self._send_lock = asyncio.Lock()
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    def info(self) -> AdapterInfo:
+        """The client's name, version and capabilities, from its ``hello`` reply."""
+        if self._info is None:
+            raise HarnessError(
+                f"{self._who}: info is known only after the handshake; await adapter.start() first"
+            )
+        return self._info
+
+    @info.setter
+    def info(self, value: AdapterInfo) -> None:
+        # Settable as ClientAdapter declares it; lets a caller override what the client said.
+        self._info = value
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc is not None else None
+
+    def stderr_tail(self, lines: int | None = None) -> tuple[str, ...]:
+        """The last ``lines`` lines the process wrote to stderr (all that are kept by default).
+
+        Also holds the process's stream-less ``log`` events (``[log] ...``) and the
+        kit's notes on events it dropped (``[kit] ...``), in the order they came.
+        """
+        kept = tuple(self._stderr)
+        if lines is None:
+            return kept
+        return kept[-lines:] if lines > 0 else ()
+
+    def diagnostics(self) -> str:
+        """The process's state and its last stderr lines, for an error report."""
+        proc = self._proc
+        if proc is None:
+            state = "not started"
+        elif proc.returncode is None:
+            state = f"running (pid {proc.pid})"
+        else:
+            state = f"pid {proc.pid} {_exit_text(proc.returncode)}"
+        return f"{self._who}: {state}{self._tail()}"
+
+    @property
+    def _who(self) -> str:
+        command = shlex.join(self.argv)
+        return f"exec client `{command if len(command) <= 120 else command[:117] + '...'}`"
+
+    def _tail(self) -> str:
+        lines = self.stderr_tail(TAIL_IN_MESSAGES)
+        if not lines:
+            return "\n  (nothing on stderr)"
+        return "\nlast stderr lines:\n" + "\n".join(f"  | {line}" for line in lines)
+
+    def __repr__(self) -> str:
+        return f"<ExecAdapter {self.diagnostics().splitlines()[0]}>"
+
+    # -- the adapter contract ----------------------------------------------------------------
+    async def start(self) -> Self:
+        """Start the process and shake hands; idempotent.
+
+        Raises:
+            HarnessError: the command cannot be run, or it did not answer ``hello``
+                correctly within ``hello_timeout`` (the process is then stopped).
+        """
+        async with self._start_lock:
+            if self._closed:
+                raise HarnessError(f"{self._who}: the adapter is closed")
+            if self._proc is None and self._failure is None:
+                await self._launch()
+            await self._check_usable()
+        return self
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        await self.start()
+        await self._request({"cmd": "configure", "policy": policy_to_dict(policy)}, "configured")
+
+    async def reset(self) -> None:
+        await self.start()
+        await self._request({"cmd": "reset"}, "reset")
+        self._finished.clear()
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
+        """Run one stream until the process reports ``done`` or ``error`` for it, or
+        delivers its ``cancel_after``-th chunk.
+
+        Cancelling the task sends ``cancel`` (the consumer stops reading).
+
+        Raises:
+            HarnessError: the process broke (exit, bad line) or, with ``stream_timeout``
+                set, the stream did not end in time.
+        """
+        await self.start()
+        sid = request.stream
+        if sid in self._streams:
+            raise HarnessError(f"{self._who}: stream {sid!r} is already open")
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = _OpenStream(sink, ended, request.request.cancel_after)
+        self._streams[sid] = entry
+        self._finished.discard(sid)
+        try:
+            await self._send(stream_command(request))
+            async with asyncio.timeout(self.stream_timeout):
+                await entry.ended
+        except TimeoutError:
+            reason = f"stream {sid!r} did not end within {self.stream_timeout:.1f}s"
+            raise HarnessError(await self._fail(reason)) from None
+        except asyncio.CancelledError:
+            if not entry.over and self._failure is None:
+                self._write_nowait({"cmd": "cancel", "stream": sid})
+            raise
+        finally:
+            self._streams.pop(sid, None)
+            self._finished.add(sid)
+
+    async def offline(self) -> None:
+        await self.start()
+        await self._send({"cmd": "offline"})
+
+    async def online(self) -> None:
+        await self.start()
+        await self._send({"cmd": "online"})
+
+    async def aclose(self) -> None:
+        """Ask the process to shut down, then terminate or kill it; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            async with self._start_lock:  # never race a handshake in progress
+                if self._proc is None:
+                    return
+                if self._failure is not None:
+                    await self._failure_message()
+                await self._stop_process(polite=True)
+                self._resolve_all(f"{self._who}: the adapter was closed")
+        except BaseException:  # cancelled (the caller's time limit): still leave no process
+            self._kill_now()
+            raise
+
+    def _kill_now(self) -> None:
+        """Close the pipes and SIGKILL without waiting; the child watcher reaps it."""
+        for task in self._readers:
+            task.cancel()
+        if self._proc is not None:
+            # Not proc.kill(): the transport's close() kills only a process it sees
+            # running, and never reaps one the child watcher is about to reap.
+            _close_transport(self._proc)
+
+    # -- starting ----------------------------------------------------------------------------
+    async def _launch(self) -> None:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._env,
+                limit=LINE_LIMIT,
+            )
+        except OSError as exc:
+            raise HarnessError(f"{self._who}: cannot start the command: {exc}") from exc
+        self._proc = proc
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        loop = asyncio.get_running_loop()
+        self._readers = (
+            loop.create_task(self._read_stdout(proc.stdout), name=f"exec-stdout:{proc.pid}"),
+            loop.create_task(self._read_stderr(proc.stderr), name=f"exec-stderr:{proc.pid}"),
+        )
+        try:
+            reply = await self._request(
+                {"cmd": "hello", "protocol": PROTOCOL_VERSION}, "hello", self.hello_timeout
+            )
+            try:
+                self._info, unknown = parse_hello(reply, os.path.basename(self.argv[0]))
+            except ProtocolError as exc:
+                raise HarnessError(await self._fail(f"broke the protocol: {exc}")) from None
+            for name in unknown:
+                self._stderr.append(f"[kit] ignored the unknown capability {name!r}")
+        except BaseException:  # a failed or cancelled handshake leaves no process behind
+            self._trigger("did not finish the handshake (the kit gave up waiting)")
+            await self._failure_message()
+            raise
+
+    # -- commands and replies ------------------------------------------------------------------
+    async def _request(
+        self, command: dict[str, Any], reply: Reply, within: float | None = None
+    ) -> dict[str, Any]:
+        timeout = self.command_timeout if within is None else within
+        waiter: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._replies[reply].append(waiter)
+        try:
+            await self._send(command)
+            async with asyncio.timeout(timeout):
+                return await waiter
+        except TimeoutError:
+            reason = f"did not answer `{command['cmd']}` within {timeout:.1f}s"
+            raise HarnessError(await self._fail(reason)) from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self._replies[reply].remove(waiter)
+
+    async def _send(self, command: Mapping[str, Any]) -> None:
+        await self._check_usable()
+        assert self._proc is not None
+        assert self._proc.stdin is not None
+        stdin = self._proc.stdin
+        try:
+            data = encode(command)
+        except (TypeError, ValueError) as exc:
+            raise HarnessError(f"{self._who}: cannot send {command['cmd']} as JSON: {exc}") from exc
+        async with self._send_lock:
+            try:
+                stdin.write(data)
+                async with asyncio.timeout(self.command_timeout):
+                    await stdin.drain()
+            except TimeoutError:
+                reason = f"did not read its stdin for {self.command_timeout:.1f}s"
+                raise HarnessError(await self._fail(reason)) from None
+            except (BrokenPipeError, ConnectionResetError):
+                raise HarnessError(await self._fail(None)) from None
+
+    def _write_nowait(self, command: Mapping[str, Any]) -> None:
+        """Queue a command without waiting (from a cancelled task); dropped if the pipe is gone."""
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.stdin.is_closing():
+            return
+        with contextlib.suppress(OSError, RuntimeError):
+            proc.stdin.write(encode(command))
+
+    async def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise HarnessError(await self._failure_message())
+        if self._closed:
+            raise HarnessError(f"{self._who}: the adapter is closed")
+
+    # -- reading the process ---------------------------------------------------------------------
+    async def _read_stdout(self, stdout: asyncio.StreamReader) -> None:
+        number = 0
+        while True:
+            try:
+                line = await stdout.readline()
+            except ValueError:  # longer than LINE_LIMIT; readline dropped it
+                number += 1
+                self._trigger(
+                    f"broke the protocol: stdout line {number} is longer than {LINE_LIMIT} bytes"
+                )
+                continue
+            if not line:
+                break
+            number += 1
+            if self._failure is None:
+                self._dispatch(number, line)
+        if not self._closed:
+            self._trigger(None)
+
+    def _dispatch(self, number: int, line: bytes) -> None:
+        try:
+            event = parse_event(line)
+            if event is not None:
+                self._route(event)
+        except ProtocolError as exc:
+            self._trigger(f"broke the protocol: stdout line {number} {exc}: {_quote(line)}")
+
+    def _route(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind in REPLIES:
+            waiters = self._replies[kind]
+            while waiters and waiters[0].done():  # abandoned by a cancelled caller
+                waiters.popleft()
+            if waiters:
+                waiters.popleft().set_result(event)
+            else:
+                self._stderr.append(f"[kit] ignored an unexpected {kind!r} reply")
+            return
+        sid = event.get("stream")
+        entry = self._streams.get(sid) if isinstance(sid, str) else None
+        if entry is None:
+            self._note_stray(event)
+            return
+        try:
+            # After its cancel_after-th chunk the stream is over for the kit, as for the
+            # consumer; the process closes the connection and may still report on it.
+            entry.over = deliver(entry.sink, event) or entry.consumer_stopped() or entry.over
+        except StreamCancelled:
+            return  # the consumer stopped reading; the cancel is on its way
+        if entry.over and not entry.ended.done():
+            entry.ended.set_result(None)
+
+    def _note_stray(self, event: dict[str, Any]) -> None:
+        sid = event.get("stream")
+        if event["type"] == "log" and sid is None:
+            self._stderr.append(f"[log] {event.get('message', '')}")
+        elif sid not in self._finished:
+            self._stderr.append(f"[kit] dropped a {event['type']} event for unknown stream {sid!r}")
+
+    async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
+        partial = b""
+        while chunk := await stderr.read(65536):
+            *lines, partial = (partial + chunk).split(b"\n")
+            for line in lines:
+                self._stderr.append(line.decode("utf-8", "replace").rstrip("\r"))
+            if len(partial) > 8192:  # a line without end: keep its start
+                self._stderr.append(partial[:8192].decode("utf-8", "replace") + "...")
+                partial = b""
+        if partial:
+            self._stderr.append(partial.decode("utf-8", "replace"))
+
+    # -- failing and stopping ------------------------------------------------------------------
+    def _trigger(self, reason: str | None) -> None:
+        """Declare the process unusable (the first reason wins) and start stopping it."""
+        if self._failure is None:
+            failure = _Failure(reason, self._waiting_for())
+            failure.task = asyncio.get_running_loop().create_task(self._finish_failure(failure))
+            self._failure = failure
+
+    async def _fail(self, reason: str | None) -> str:
+        """``_trigger``, then the full message, once stderr has been read to its end."""
+        self._trigger(reason)
+        return await self._failure_message()
+
+    async def _failure_message(self) -> str:
+        assert self._failure is not None
+        assert self._failure.task is not None
+        return await asyncio.shield(self._failure.task)
+
+    async def _finish_failure(self, failure: _Failure) -> str:
+        proc = self._proc
+        assert proc is not None
+        what = failure.reason
+        if what is None:  # it went away: give it a moment to exit, to report its code
+            if await self._wait_exit(EXIT_GRACE):
+                what = _exit_text(cast(int, proc.returncode))
+            else:
+                what = "closed its stdout but kept running (the kit stopped it)"
+        elif proc.returncode is None:
+            what += " (the kit stopped it)"
+        await self._stop_process(polite=False)
+        failure.message = f"{self._who} {what}{failure.waiting}{self._tail()}"
+        self._resolve_all(failure.message)
+        return failure.message
+
+    def _waiting_for(self) -> str:
+        waits = [f"the `{reply}` reply" for reply, q in self._replies.items() if q]
+        waits += [
+            f"stream {sid!r} ({entry.sink.chunks} chunk{'' if entry.sink.chunks == 1 else 's'}"
+            " delivered)"
+            for sid, entry in self._streams.items()
+        ]
+        return f" while the kit was waiting for {', '.join(waits)}" if waits else ""
+
+    def _resolve_all(self, message: str) -> None:
+        for waiters in self._replies.values():
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_exception(HarnessError(message))
+            waiters.clear()
+        for entry in self._streams.values():
+            if not entry.ended.done():
+                entry.ended.set_exception(HarnessError(message))
+
+    async def _stop_process(self, *, polite: bool) -> None:
+        """End the process (``shutdown`` first if ``polite``), reap it, close every pipe."""
+        proc = self._proc
+        if proc is None:
+            return
+        if polite and proc.returncode is None:
+            self._write_nowait({"cmd": "shutdown"})
+        if proc.stdin is not None:
+            proc.stdin.close()  # EOF on stdin also tells it to go
+        if not polite or not await self._wait_exit(SHUTDOWN_GRACE):
+            await self._terminate(proc)
+        await self._close_pipes(proc)
+
+    async def _terminate(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        if not await self._wait_exit(TERM_GRACE):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
+    async def _wait_exit(self, seconds: float) -> bool:
+        assert self._proc is not None
+        try:
+            async with asyncio.timeout(seconds):
+                await self._proc.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _close_pipes(self, proc: asyncio.subprocess.Process) -> None:
+        readers = [t for t in self._readers if t is not asyncio.current_task()]
+        if readers:
+            _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE)
+            for task in pending:  # a grandchild holds the pipe open
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError, TimeoutError):
+                async with asyncio.timeout(PIPE_GRACE):
+                    await proc.stdin.wait_closed()
+        _close_transport(proc)
+
+
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    # The transport closes itself once the exit and both pipes' ends are seen; a pipe
+    # still held open by a grandchild would keep it (and a ResourceWarning) alive.
+    transport = getattr(proc, "_transport", None)
+    if transport is not None and not transport.is_closing():
+        transport.close()

@@ -1,0 +1,114 @@
+"""The built-in ``reference`` target: the kit's own client behind the adapter contract."""
+
+from __future__ import annotations
+
+import random
+
+from conformance._case import CAPABILITIES, JsonBody, MultipartBody
+from conformance._evidence import ErrorKind
+from conformance.reference import (
+    CircuitOpen,
+    ClientPolicy,
+    GaveUp,
+    NonRetryableStatus,
+    Offline,
+    Stalled,
+    StateChange,
+    StreamError,
+    StreamingClient,
+    Truncated,
+)
+from pytest_streamcheck import __version__
+from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
+
+__all__ = ["ReferenceAdapter", "error_kind"]
+
+_KINDS: tuple[tuple[type[StreamError], ErrorKind], ...] = (
+    (NonRetryableStatus, "non_retryable_status"),
+    (GaveUp, "gave_up"),
+    (CircuitOpen, "circuit_open"),
+    (Stalled, "stalled"),
+    (Truncated, "truncated"),
+    (Offline, "offline"),
+)
+
+
+def error_kind(exc: StreamError) -> tuple[ErrorKind, int | None]:
+    """The vocabulary kind of a reference-client error, and the status it carries."""
+    kind: ErrorKind = next((k for cls, k in _KINDS if isinstance(exc, cls)), "other")
+    if isinstance(exc, NonRetryableStatus):
+        return kind, exc.status
+    if isinstance(exc, GaveUp):
+        return kind, exc.last.status
+    return kind, None
+
+
+class ReferenceAdapter:
+    """Drives ``conformance.reference.StreamingClient``; every capability, configurable."""
+
+    info = AdapterInfo(
+        name="streamcheck-reference",
+        version=__version__,
+        capabilities=frozenset(CAPABILITIES),
+    )
+
+    def __init__(self, seed: int = 0) -> None:
+        self._policy = ClientPolicy()
+        self._seed = seed
+        self._sinks: list[StreamSink] = []
+        self._client = self._new_client()
+
+    def _new_client(self) -> StreamingClient:
+        return StreamingClient(self._policy, rng=random.Random(self._seed), on_state=self._state)
+
+    def _state(self, change: StateChange) -> None:
+        # One client serves every stream of a case; states go to the streams still open.
+        for sink in self._sinks:
+            sink.state(change.state.value, delay=change.delay, detail=change.detail)
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        self._policy = policy
+        await self.reset()
+
+    async def reset(self) -> None:
+        await self._client.aclose()
+        self._sinks.clear()
+        self._client = self._new_client()
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
+        req = request.request
+        body = req.body
+        kwargs: dict[str, object] = {}
+        if isinstance(body, JsonBody):
+            kwargs["json"] = body.value
+        elif isinstance(body, MultipartBody):
+            kwargs["data"] = dict(body.fields)
+            kwargs["files"] = {name: (fn, data, ctype) for name, fn, ctype, data in body.files}
+        self._sinks.append(sink)
+        try:
+            async with self._client.stream(
+                request.url,
+                method=req.method,
+                headers=dict(req.headers),
+                idempotent=req.idempotent,
+                **kwargs,  # type: ignore[arg-type]
+            ) as events:
+                async for event in events:
+                    sink.chunk(event.data, id=event.id or None, event=event.event)
+                    if req.cancel_after is not None and sink.chunks >= req.cancel_after:
+                        return  # the consumer stops reading; leaving the block closes it
+            sink.done()
+        except StreamError as exc:
+            kind, status = error_kind(exc)
+            sink.error(kind, str(exc), status=status)
+        finally:
+            self._sinks.remove(sink)
+
+    async def offline(self) -> None:
+        self._client.offline()
+
+    async def online(self) -> None:
+        self._client.online()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

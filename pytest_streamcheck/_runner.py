@@ -1,0 +1,343 @@
+"""Play a case through an adapter and turn the evidence into a verdict.
+
+The adapter lives on a private event loop in its own thread, so a client that
+blocks its loop cannot hang the suite: the calling thread waits with a hard time
+limit, reports ERROR, and the next case gets a fresh loop and adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import traceback
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from conformance._case import Case, Outcome, StreamRequest, Verdict
+from conformance._evidence import DeliveryLog, Evidence
+from conformance._profiles import Profile, Timing
+from conformance.reference._config import ClientPolicy
+from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
+from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
+
+__all__ = ["CaseResult", "HarnessError", "SuiteRunner"]
+
+T = TypeVar("T")
+POLL = 0.002  # seconds between looks at the ledger and deliveries while waiting
+SETTLE = 0.5  # seconds to let the server record the end of in-flight attempts
+# Limits on adapter commands sit above the exec adapter's own (10 s), so its
+# richer message (with the client's stderr) is the one users see.
+COMMAND_LIMIT = 15.0
+CLOSE_LIMIT = 5.0
+
+
+class HarnessError(Exception):
+    """The harness or the adapter broke; the case is ERROR, never FAIL."""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    verdict: Verdict
+    profile: str | None
+    timing: Timing
+    outcome: Outcome | None = None
+    reason: str = ""  # why UNSUPPORTED or ERROR
+    evidence: Evidence | None = None
+    duration: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            **self.case.to_json(),
+            "verdict": self.verdict.value,
+            "profile": self.profile,
+            "timing": self.timing,
+            "reason": self.reason,
+            "duration": round(self.duration, 4),
+        }
+        if self.outcome is not None:
+            data.update(expected=self.outcome.expected, observed=self.outcome.observed,
+                        details=list(self.outcome.details))
+        if self.evidence is not None:
+            data["timeline"] = self.evidence.timeline()
+            data["evidence"] = self.evidence.to_json()
+        return data
+
+
+class _Context:
+    """The ``CaseContext`` a case plays against; lives on the runner's loop."""
+
+    def __init__(self, runner: SuiteRunner, policy: ClientPolicy,
+                 transport: Literal["get", "post"]) -> None:
+        self.policy = policy
+        self.transport = transport
+        self.server = runner.server
+        self.proxy = runner.proxy
+        self.ledger: Ledger = runner.server.ledger
+        self.deliveries = DeliveryLog()
+        self._adapter = runner.adapter
+        self._streams: dict[str, tuple[asyncio.Task[None], StreamSink]] = {}
+        self.failures: list[str] = []  # adapter exceptions: harness errors
+
+    def start(self, request: StreamRequest) -> None:
+        sink = StreamSink(self.deliveries, request.stream)
+        adapter_request = AdapterRequest(self.proxy.url + request.path, request)
+        task = asyncio.get_running_loop().create_task(self._run(adapter_request, sink))
+        self._streams[request.stream] = (task, sink)
+
+    async def _run(self, request: AdapterRequest, sink: StreamSink) -> None:
+        try:
+            await self._adapter.stream(request, sink)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the adapter broke, not the client
+            self.failures.append(
+                f"adapter.stream raised {type(exc).__name__}: {exc}\n"
+                + "".join(traceback.format_exception(exc)[-3:])
+            )
+
+    async def wait_ended(self, stream: str, timeout: float) -> bool:
+        return await self.wait_until(lambda: self.deliveries.ended(stream) or self._gone(stream),
+                                     timeout)
+
+    def _gone(self, stream: str) -> bool:
+        entry = self._streams.get(stream)
+        return entry is not None and entry[0].done()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = now() + timeout
+        while not predicate():
+            if now() >= deadline or self.failures:
+                return predicate()
+            await asyncio.sleep(POLL)
+        return True
+
+    async def hold(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def cancel(self, stream: str) -> None:
+        task, sink = self._streams[stream]
+        sink.cancel()
+        task.cancel()
+        await asyncio.wait([task], timeout=2.0)
+
+    async def offline(self) -> None:
+        await self._adapter.offline()
+
+    async def online(self) -> None:
+        await self._adapter.online()
+
+    async def close(self) -> None:
+        tasks = [task for task, _ in self._streams.values() if not task.done()]
+        for task, sink in self._streams.values():
+            sink.cancel()
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
+
+
+class SuiteRunner:
+    """Runs cases one at a time against one client, one fake server and one proxy."""
+
+    def __init__(
+        self,
+        adapter_factory: Callable[[], ClientAdapter],
+        profiles: Sequence[Profile],
+        *,
+        timing: Timing | None = None,
+        seed: int = 0,
+        case_timeout: float = 60.0,
+    ) -> None:
+        self._factory = adapter_factory
+        self.profiles = tuple(profiles)
+        self._timing = timing
+        self.seed = seed
+        self.case_timeout = case_timeout
+        self.server = FakeServer()
+        self.proxy: FaultProxy
+        self.adapter: ClientAdapter
+        self.info: AdapterInfo
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._configured: ClientPolicy | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    def start(self) -> SuiteRunner:
+        from fake_servers import FaultProxy
+
+        self.server.start()
+        self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
+        self._start_adapter()
+        return self
+
+    def _start_adapter(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="streamcheck-adapter",
+                                        daemon=True)
+        self._thread.start()
+        self._configured = None
+        self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
+        self.info = self.adapter.info
+
+    async def _make_adapter(self) -> ClientAdapter:
+        adapter = self._factory()
+        start = getattr(adapter, "start", None)  # e.g. the exec adapter's handshake
+        if start is not None:
+            await start()
+        return adapter
+
+    def close(self) -> None:
+        try:
+            if self._loop is not None:
+                self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
+        except HarnessError:
+            pass
+        finally:
+            self._stop_loop()
+            self.proxy.stop()
+            self.server.stop()
+
+    def _stop_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5.0)
+        if not thread.is_alive():
+            loop.close()
+
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float, doing: str) -> T:
+        assert self._loop is not None
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise HarnessError(f"the adapter did not finish {doing} within {timeout:.1f}s") \
+                from None
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise HarnessError(f"the adapter failed while {doing}: {type(exc).__name__}: {exc}") \
+                from exc
+
+    # -- profiles ------------------------------------------------------------------
+    @property
+    def timing(self) -> Timing:
+        if self._timing is not None:
+            return self._timing
+        return "test" if "configurable" in self.info.capabilities else "real"
+
+    def profile_for(self, transport: str) -> Profile | None:
+        return next((p for p in self.profiles if transport in p.transports), None)
+
+    # -- one case --------------------------------------------------------------------
+    def run(self, case: Case) -> CaseResult:
+        started = now()
+        profile = self.profile_for(case.transport)
+        result = self._skip_reason(case, profile)
+        if result is not None:
+            return CaseResult(case, Verdict.UNSUPPORTED, profile.key if profile else None,
+                              self.timing, reason=result)
+        assert profile is not None
+        policy = profile.at(self.timing)
+        try:
+            outcome, evidence = self._play(case, policy)
+        except HarnessError as exc:
+            self._recover()
+            return CaseResult(case, Verdict.ERROR, profile.key, self.timing, reason=str(exc),
+                              duration=now() - started)
+        verdict = _verdict(case, outcome)
+        return CaseResult(case, verdict, profile.key, self.timing, outcome, evidence=evidence,
+                          duration=now() - started)
+
+    def _skip_reason(self, case: Case, profile: Profile | None) -> str | None:
+        missing = sorted(case.needs - self.info.capabilities)
+        if missing:
+            return f"the client lacks the capability {', '.join(missing)}"
+        if profile is None:
+            names = ", ".join(p.key for p in self.profiles)
+            return f"no profile in this run covers {case.transport.upper()} ({names})"
+        reason = case.applies(profile.at(self.timing), case.transport)
+        return f"not applicable to {profile.key}: {reason}" if reason else None
+
+    def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence]:
+        self._prepare(policy)
+        ctx_holder: list[_Context] = []
+        timeout = self.case_timeout
+        try:
+            evidence = self._call(self._play_async(case, policy, ctx_holder), timeout + 5.0,
+                                  f"case {case.id}")
+        except HarnessError as exc:
+            raise HarnessError(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
+        ctx = ctx_holder[0]
+        if ctx.failures:
+            raise HarnessError("; ".join(ctx.failures))
+        return case.check(evidence, policy), evidence
+
+    def _prepare(self, policy: ClientPolicy) -> None:
+        self.server.load(Scenario(seed=self.seed))
+        self.proxy.clear()
+        if "configurable" in self.info.capabilities and self._configured != policy:
+            self._call(self.adapter.configure(policy), COMMAND_LIMIT, "configuring the client")
+            self._configured = policy
+        self._call(self.adapter.reset(), COMMAND_LIMIT, "resetting the client")
+
+    async def _play_async(self, case: Case, policy: ClientPolicy,
+                          holder: list[_Context]) -> Evidence:
+        ctx = _Context(self, policy, case.transport)
+        holder.append(ctx)
+        started = now()
+        try:
+            await asyncio.wait_for(case.play(ctx), self.case_timeout)
+        except TimeoutError:
+            raise HarnessError(
+                f"case {case.id} passed its {self.case_timeout:.0f}s time limit"
+            ) from None
+        finally:
+            await ctx.wait_until(lambda: all(a.finished for a in ctx.ledger.attempts()), SETTLE)
+            await ctx.close()
+        return Evidence(
+            attempts=ctx.ledger.attempts(),
+            connections=ctx.ledger.connections(),
+            deliveries=ctx.deliveries.all(),
+            started_at=started,
+        )
+
+    def _diagnostics(self) -> str:
+        """What the adapter can tell about its client (the exec adapter: stderr)."""
+        diagnostics = getattr(self.adapter, "diagnostics", None)
+        if diagnostics is None:
+            return ""
+        try:
+            return f"\n{diagnostics()}"
+        except Exception:  # diagnostics must never hide the original error
+            return ""
+
+    def _recover(self) -> None:
+        """After a harness error: a fresh loop and adapter, so the next case starts clean."""
+        try:
+            self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
+        except HarnessError:
+            pass
+        self._stop_loop()
+        self._start_adapter()
+
+
+def _doing(holder: list[_Context]) -> str:
+    if not holder:
+        return ""
+    ctx = holder[0]
+    last = ctx.deliveries.all()[-5:]
+    client = "; ".join(d.describe() for d in last) or "nothing delivered"
+    return f". The client was last seen: {client}. Server: {ctx.ledger.summary()}"
+
+
+def _verdict(case: Case, outcome: Outcome) -> Verdict:
+    if outcome.ok:
+        return Verdict.PASS
+    return Verdict.FAIL if case.level.value == "MUST" else Verdict.NON_STRICT

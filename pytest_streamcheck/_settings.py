@@ -1,0 +1,140 @@
+"""Resolve the plugin's options (command line first, then the ini file) into frozen settings."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conformance._profiles import Profile, ProfileError, Timing, get_profile
+
+__all__ = ["OPTIONS", "Settings", "resolve_settings"]
+
+DEFAULT_PROFILES = "seed-eventsource,seed-fetch"
+SEED_ENV = "STREAMCHECK_SEED"  # carries the controller's seed to xdist workers
+
+# (option, ini name, help); every option has an ini twin.
+OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("--streamcheck", "streamcheck",
+     "run the conformance suite against TARGET: reference, exec:COMMAND, module:factory, "
+     "a module with streamcheck_adapter(), or a name in the streamcheck.clients entry points"),
+    ("--streamcheck-profile", "streamcheck_profile",
+     f"comma-separated profiles (name, name@version or a .toml/.json file); "
+     f"default {DEFAULT_PROFILES}"),
+    ("--streamcheck-timing", "streamcheck_timing",
+     "auto (test timing for configurable clients), test, or real"),
+    ("--streamcheck-report", "streamcheck_report", "write the JSON report to this path"),
+    ("--streamcheck-html", "streamcheck_html", "write the HTML report to this path"),
+    ("--streamcheck-strict", "streamcheck_strict", "also fail on a missed SHOULD (NON-STRICT)"),
+    ("--streamcheck-known-failures", "streamcheck_known_failures",
+     "file of expected failures: one 'CASE-ID-or-glob  reason' per line"),
+    ("--streamcheck-seed", "streamcheck_seed", "seed for content and the client's randomness"),
+    ("--streamcheck-timeout", "streamcheck_timeout",
+     "hard time limit per case in seconds (default 60)"),
+)
+
+TIMINGS = ("auto", "test", "real")
+
+
+@dataclass(frozen=True)
+class Settings:
+    target: str
+    profiles: tuple[Profile, ...]
+    timing: Timing | None  # None: decided by the client's capabilities
+    report: Path | None
+    html: Path | None
+    strict: bool
+    known_failures: Path | None
+    seed: int
+    case_timeout: float
+
+
+def _value(config: pytest.Config, option: str, ini: str) -> str | None:
+    dest = option.lstrip("-").replace("-", "_")
+    value = config.getoption(dest)
+    if value is None or value is False:
+        raw = config.getini(ini)
+        value = raw if raw not in ("", None, []) else None
+    return None if value is None else str(value)
+
+
+def resolve_settings(config: pytest.Config) -> Settings | None:
+    """The run's settings, or None when --streamcheck is not in use."""
+    target = _value(config, "--streamcheck", "streamcheck")
+    if not target:
+        return None
+    return Settings(
+        target=target,
+        profiles=_profiles(_value(config, "--streamcheck-profile", "streamcheck_profile")),
+        timing=_timing(_value(config, "--streamcheck-timing", "streamcheck_timing")),
+        report=_path(_value(config, "--streamcheck-report", "streamcheck_report")),
+        html=_path(_value(config, "--streamcheck-html", "streamcheck_html")),
+        strict=_bool(_value(config, "--streamcheck-strict", "streamcheck_strict")),
+        known_failures=_existing(
+            _value(config, "--streamcheck-known-failures", "streamcheck_known_failures")),
+        seed=_seed(_value(config, "--streamcheck-seed", "streamcheck_seed")),
+        case_timeout=_positive(_value(config, "--streamcheck-timeout", "streamcheck_timeout"),
+                               60.0, "--streamcheck-timeout"),
+    )
+
+
+def _profiles(raw: str | None) -> tuple[Profile, ...]:
+    names = [n.strip() for n in (raw or DEFAULT_PROFILES).split(",") if n.strip()]
+    try:
+        return tuple(get_profile(n) for n in names)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"--streamcheck-profile: {exc}") from None
+
+
+def _timing(raw: str | None) -> Timing | None:
+    value = (raw or "auto").strip()
+    if value not in TIMINGS:
+        raise pytest.UsageError(
+            f"--streamcheck-timing: {value!r} is not valid; valid values: {', '.join(TIMINGS)}")
+    return None if value == "auto" else value  # type: ignore[return-value]
+
+
+def _bool(raw: str | None) -> bool:
+    return (raw or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _path(raw: str | None) -> Path | None:
+    return Path(raw) if raw else None
+
+
+def _existing(raw: str | None) -> Path | None:
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file():
+        raise pytest.UsageError(f"--streamcheck-known-failures: no such file: {raw}")
+    return path
+
+
+def _seed(raw: str | None) -> int:
+    raw = raw or os.environ.get(SEED_ENV)
+    if raw is None:
+        seed = random.SystemRandom().randrange(2**32)
+    else:
+        try:
+            seed = int(raw)
+        except ValueError:
+            raise pytest.UsageError(
+                f"--streamcheck-seed: {raw!r} is not an integer") from None
+    os.environ[SEED_ENV] = str(seed)  # xdist workers inherit it: one seed per run
+    return seed
+
+
+def _positive(raw: str | None, default: float, name: str) -> float:
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise pytest.UsageError(f"{name}: expected a positive number of seconds, got {raw!r}")
+    return value

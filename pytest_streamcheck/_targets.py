@@ -1,0 +1,88 @@
+"""Resolve ``--streamcheck=TARGET`` into an adapter.
+
+TARGET is ``reference``, ``exec:COMMAND``, ``module:factory``, a module that has
+a ``streamcheck_adapter`` factory, or a name registered under the
+``streamcheck.clients`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from pytest_streamcheck._adapter import ClientAdapter
+
+__all__ = ["ENTRY_POINT_GROUP", "TargetError", "describe_targets", "load_target"]
+
+ENTRY_POINT_GROUP = "streamcheck.clients"
+MODULE_FACTORY = "streamcheck_adapter"
+
+
+class TargetError(ValueError):
+    """A TARGET that cannot be loaded; the message says why and what is valid."""
+
+
+def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
+    """A factory for the adapter TARGET names; nothing is started yet."""
+    target = target.strip()
+    if not target:
+        raise TargetError("empty --streamcheck target; " + describe_targets())
+    if target == "reference":
+        from pytest_streamcheck._reference import ReferenceAdapter
+
+        return lambda: ReferenceAdapter(seed=seed)
+    if target.startswith("exec:"):
+        argv = shlex.split(target[len("exec:") :])
+        if not argv:
+            raise TargetError("exec: needs a command, e.g. exec:node client.mjs")
+        from pytest_streamcheck._exec import ExecAdapter
+
+        return lambda: ExecAdapter(argv)
+    registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if target in registered:
+        return _factory(registered[target].load(), target)
+    return _factory(_import(target), target)
+
+
+def _import(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetError(f"cannot import {module_name!r} for --streamcheck={target}: {exc}; "
+                          + describe_targets()) from exc
+    name = attr or MODULE_FACTORY
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise TargetError(
+            f"module {module_name!r} has no {name!r}; name the factory as module:factory"
+        ) from None
+
+
+def _factory(obj: Any, target: str) -> Callable[[], ClientAdapter]:
+    if not callable(obj):
+        raise TargetError(f"{target}: {obj!r} is not callable; expected an adapter factory")
+
+    def make() -> ClientAdapter:
+        adapter = obj()
+        if not isinstance(adapter, ClientAdapter):
+            raise TargetError(
+                f"{target}: the factory returned {type(adapter).__name__}, which lacks the "
+                "adapter methods (info, configure, reset, stream, offline, online, aclose)"
+            )
+        return adapter
+
+    return make
+
+
+def describe_targets() -> str:
+    names = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+    registered = f"; registered: {', '.join(names)}" if names else ""
+    return (
+        "valid targets: reference, exec:COMMAND, module:factory, a module with "
+        f"{MODULE_FACTORY}(){registered}"
+    )

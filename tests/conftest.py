@@ -1,0 +1,130 @@
+"""Fixtures shared by the kit's own tests: leak checks and a local fake server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from fake_servers._server import FakeServer
+
+THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_threads() -> Iterator[None]:
+    """Fail a test that leaves threads running (they get THREAD_GRACE s to end)."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + THREAD_GRACE
+    for thread in set(threading.enumerate()) - before:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    leaked = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    if leaked:
+        pytest.fail(f"test left {len(leaked)} thread(s) running: {leaked}")
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeServer]:
+    """A started FakeServer with no endpoints; stopped and checked after the test."""
+    server = FakeServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    server.check()
+
+
+class RawConnection:
+    """A plain blocking socket speaking just enough HTTP/1.1 to see every byte."""
+
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buffer = b""
+
+    def request(
+        self, path: str, method: str = "GET", headers: dict[str, str] | None = None
+    ) -> None:
+        lines = [f"{method} {path} HTTP/1.1", "host: 127.0.0.1"]
+        lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+
+    def read_head(self) -> tuple[int, dict[str, str]]:
+        """Read the status line and headers; the body's first bytes stay in ``buffer``."""
+        while b"\r\n\r\n" not in self.buffer:
+            self._recv_or_fail()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(status_line.split()[1]), headers
+
+    def read_until(self, marker: bytes) -> bytes:
+        """Read until ``marker`` is in what arrived after the head."""
+        while marker not in self.buffer:
+            self._recv_or_fail()
+        return self.buffer
+
+    def read_to_close(self) -> bytes:
+        """Read until the server closes the connection; return what arrived after the head."""
+        while chunk := self.sock.recv(65536):
+            self.buffer += chunk
+        return self.buffer
+
+    def read_chunked(self) -> tuple[bytes, bool]:
+        """Read a chunked body to its end or to the close: (payload, terminated)."""
+        while True:
+            payload, terminated = self.decode_chunked(self.buffer)
+            if terminated:
+                return payload, True
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return payload, False
+            self.buffer += chunk
+
+    def read_more(self) -> None:
+        """One recv; fail if the server closed."""
+        self._recv_or_fail()
+
+    def _recv_or_fail(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"server closed the connection; got {self.buffer[-200:]!r}")
+        self.buffer += chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+    @staticmethod
+    def decode_chunked(raw: bytes) -> tuple[bytes, bool]:
+        """The payload of a chunked body, and whether it ended with the terminating chunk."""
+        payload = b""
+        while raw:
+            size_line, sep, rest = raw.partition(b"\r\n")
+            if not sep:
+                return payload, False
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                return payload, rest.startswith(b"\r\n")
+            payload += rest[:size]
+            raw = rest[size + 2 :]
+        return payload, False
+
+
+@pytest.fixture
+def raw_connect() -> Iterator[Callable[[int], RawConnection]]:
+    """Open raw connections to a port; all are closed after the test."""
+    opened: list[RawConnection] = []
+
+    def connect(port: int) -> RawConnection:
+        opened.append(RawConnection(port))
+        return opened[-1]
+
+    yield connect
+    for connection in opened:
+        connection.close()

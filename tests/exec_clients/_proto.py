@@ -1,0 +1,32 @@
+"""Shared bits of the test exec clients: JSON lines out, commands in, notes on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+CAPABILITIES = ["get", "post", "breaker", "stall", "offline", "resume", "configurable"]
+
+
+def emit(**event: Any) -> None:
+    """Write one event line and flush it (the kit reads as lines arrive)."""
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def hello(name: str) -> None:
+    emit(type="hello", protocol=1, name=name, version="0.0.1", capabilities=CAPABILITIES)
+
+
+def say(message: str) -> None:
+    """A note on stderr, which the kit keeps and quotes when something breaks."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def commands() -> Iterator[dict[str, Any]]:
+    """The kit's commands, one per stdin line, until stdin closes."""
+    for line in sys.stdin:
+        if line.strip():
+            yield json.loads(line)

@@ -1,0 +1,235 @@
+"""The checks' judgement on hand-built records: a correct client passes, each mistake fails."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from conformance import Delivery, Evidence, get_case
+from conformance._checks import delivered_exactly, ended_with_error
+from conformance._profiles import get_profile
+from fake_servers import Attempt, SentEvent
+
+POLICY = get_profile("seed-eventsource").at("test")
+PIPELINE = get_profile("seed-pipeline").at("test")
+TOKENS = [f"tok{i}" for i in range(1, 7)]
+
+
+def attempt(
+    seq: int,
+    status: int = 200,
+    events: Sequence[int] = (),
+    *,
+    arrived: float = 0.0,
+    ended: float | None = None,
+    end: str = "completed",
+    last_event_id: str | None = None,
+    ids: bool = False,
+) -> Attempt:
+    headers = (("last-event-id", last_event_id),) if last_event_id is not None else ()
+    sent = tuple(
+        SentEvent(i, "data", str(i) if ids else None, TOKENS[i - 1], arrived + 0.001 * i)
+        for i in events
+    )
+    return Attempt(
+        seq=seq,
+        number=seq,
+        method="GET",
+        path="/v1/stream",
+        query="",
+        headers=headers,
+        body_size=0,
+        body_sha256="",
+        arrived_at=arrived,
+        step=seq - 1,
+        status=status,
+        events=sent,
+        ended_at=arrived + 0.01 if ended is None else ended,
+        end=end,  # type: ignore[arg-type]
+    )
+
+
+def chunks(*indexes: int, at: float = 1.0, ids: bool = False) -> list[Delivery]:
+    return [
+        Delivery("s1", "chunk", at + 0.001 * n, data=TOKENS[i - 1], id=str(i) if ids else None)
+        for n, i in enumerate(indexes)
+    ]
+
+
+def done(at: float = 2.0) -> Delivery:
+    return Delivery("s1", "done", at)
+
+
+def error(kind: str, status: int | None = None, at: float = 2.0) -> Delivery:
+    return Delivery("s1", "error", at, error=kind, status=status)  # type: ignore[arg-type]
+
+
+def judge(
+    case_id: str, attempts: Sequence[Attempt], deliveries: Sequence[Delivery], policy=POLICY
+) -> bool:
+    case = get_case(case_id)
+    return case.check(Evidence(tuple(attempts), (), tuple(deliveries)), policy).ok
+
+
+class TestNoRetry:
+    def test_a_single_401_surfaced_passes(self):
+        """One request and a non-retryable error carrying 401 is conformant."""
+        assert judge("SC-RETRY-3", [attempt(1, 401)], [error("non_retryable_status", 401)])
+
+    def test_a_retried_401_fails(self):
+        """A second request for a 401 fails the case."""
+        atts = [attempt(1, 401), attempt(2, 401, arrived=0.1)]
+        assert not judge("SC-RETRY-3", atts, [error("non_retryable_status", 401)])
+
+    def test_the_wrong_error_kind_fails(self):
+        """A 401 reported as 'gave up' is not the non-retryable error."""
+        assert not judge("SC-RETRY-3", [attempt(1, 401)], [error("gave_up", 401)])
+
+    def test_a_silent_client_fails(self):
+        """A client that surfaces nothing fails, with a message saying so."""
+        case = get_case("SC-RETRY-3")
+        outcome = case.check(Evidence((attempt(1, 401),), (), ()), POLICY)
+        assert not outcome.ok
+        assert "neither done nor an error" in outcome.observed
+
+
+class TestRetriedUntilSuccess:
+    ok = [
+        attempt(1, 503),
+        attempt(2, 503, arrived=0.05),
+        attempt(3, 200, [1, 2, 3, 4, 5], arrived=0.1),
+    ]
+
+    def test_three_attempts_and_the_answer_once_passes(self):
+        """Two 503s then a stream, delivered once in order, is conformant."""
+        assert judge("SC-RETRY-13", self.ok, [*chunks(1, 2, 3, 4, 5), done()])
+
+    def test_giving_up_on_503_fails(self):
+        """A client that stops at the first 503 fails."""
+        assert not judge("SC-RETRY-13", self.ok[:1], [error("gave_up", 503)])
+
+    def test_a_duplicated_chunk_fails(self):
+        """Delivering a chunk twice fails even when the stream completes."""
+        assert not judge("SC-RETRY-13", self.ok, [*chunks(1, 2, 2, 3, 4, 5), done()])
+
+
+class TestCommit:
+    def test_surfaced_after_chunk_two_passes(self):
+        """Two chunks, then an error, with no new request, is conformant."""
+        atts = [attempt(1, 200, [1, 2], end="aborted")]
+        assert judge("SC-COMMIT-5", atts, [*chunks(1, 2), error("truncated")])
+
+    def test_a_retry_after_the_commit_fails(self):
+        """Re-requesting after delivering chunks fails (duplicate risk)."""
+        atts = [
+            attempt(1, 200, [1, 2], end="aborted"),
+            attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.2),
+        ]
+        assert not judge("SC-COMMIT-5", atts, [*chunks(1, 2), error("truncated")])
+
+    def test_a_restart_that_duplicates_chunks_fails(self):
+        """Restarting the stream from the beginning delivers duplicates and fails."""
+        atts = [
+            attempt(1, 200, [1, 2], end="aborted"),
+            attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.2),
+        ]
+        assert not judge("SC-COMMIT-5", atts, [*chunks(1, 2, 1, 2, 3, 4, 5, 6), done()])
+
+    def test_a_truncation_reported_as_done_fails(self):
+        """A stream missing its terminal event must not be reported complete."""
+        atts = [attempt(1, 200, [1, 2, 3, 4, 5, 6])]
+        assert not judge("SC-COMMIT-13", atts, [*chunks(1, 2, 3, 4, 5, 6), done()])
+        assert judge("SC-COMMIT-13", atts, [*chunks(1, 2, 3, 4, 5, 6), error("truncated")])
+
+    def test_an_other_error_is_not_a_truncation(self):
+        """The clean-truncation case asks for the truncated kind specifically."""
+        atts = [attempt(1, 200, [1, 2])]
+        assert not judge("SC-COMMIT-11", atts, [*chunks(1, 2), error("other")])
+
+
+class TestResume:
+    first = attempt(1, 200, [1, 2, 3], end="aborted", ids=True, ended=0.01)
+
+    def test_an_exact_resume_passes(self):
+        """Resuming with the last delivered id and continuing exactly is conformant."""
+        second = attempt(2, 200, [4, 5, 6], arrived=0.5, last_event_id="3", ids=True)
+        assert judge(
+            "SC-COMMIT-15",
+            [self.first, second],
+            [*chunks(1, 2, 3, ids=True, at=0.005), *chunks(4, 5, 6, at=0.6, ids=True), done(1.0)],
+        )
+
+    def test_a_resume_without_the_header_fails(self):
+        """A reconnect without Last-Event-ID fails even if chunks look right."""
+        second = attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.5, ids=True)
+        deliveries = [
+            *chunks(1, 2, 3, ids=True, at=0.005),
+            *chunks(4, 5, 6, at=0.6, ids=True),
+            done(1.0),
+        ]
+        assert not judge("SC-COMMIT-15", [self.first, second], deliveries)
+
+    def test_a_replayed_duplicate_fails(self):
+        """Passing on the server's replay delivers duplicates and fails."""
+        second = attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.5, last_event_id="3", ids=True)
+        deliveries = [
+            *chunks(1, 2, 3, ids=True, at=0.005),
+            *chunks(1, 2, 3, 4, 5, 6, at=0.6, ids=True),
+            done(1.0),
+        ]
+        assert not judge("SC-COMMIT-17", [self.first, second], deliveries)
+
+
+class TestRetryAfter:
+    def _atts(self, gap: float) -> list[Attempt]:
+        return [attempt(1, 429, ended=0.01), attempt(2, 200, [1, 2, 3, 4, 5], arrived=0.01 + gap)]
+
+    def test_waiting_the_hint_passes(self):
+        """A retry 1.05 s after 'Retry-After: 1' is conformant."""
+        assert judge("SC-RETRY-29", self._atts(1.05), [*chunks(1, 2, 3, 4, 5, at=2), done(3)])
+
+    def test_an_early_retry_fails(self):
+        """A retry 0.2 s after 'Retry-After: 1' ignored the hint."""
+        assert not judge("SC-RETRY-29", self._atts(0.2), [*chunks(1, 2, 3, 4, 5, at=2), done(3)])
+
+    def test_the_cap_bounds_what_is_required(self):
+        """With the cap below the hint, waiting the cap is enough."""
+        capped = replace(POLICY, retry_after_cap=0.5)
+        assert judge(
+            "SC-RETRY-29", self._atts(0.55), [*chunks(1, 2, 3, 4, 5, at=2), done(3)], policy=capped
+        )
+
+
+class TestBounded:
+    def test_exactly_the_limit_and_the_last_status_passes(self):
+        """Three attempts and gave_up carrying the last (502) status is conformant."""
+        atts = [attempt(1, 503), attempt(2, 503), attempt(3, 502)]
+        assert judge("SC-RETRY-35", atts, [error("gave_up", 502)], policy=PIPELINE)
+
+    @pytest.mark.parametrize("count", [2, 4])
+    def test_another_count_fails(self, count):
+        """Fewer or more attempts than the profile's limit fail."""
+        atts = [attempt(i, 503) for i in range(1, count)] + [attempt(count, 502)]
+        assert not judge("SC-RETRY-35", atts, [error("gave_up", 502)], policy=PIPELINE)
+
+    def test_surfacing_the_first_status_fails(self):
+        """The error must carry the last status, not the first."""
+        atts = [attempt(1, 503), attempt(2, 503), attempt(3, 502)]
+        assert not judge("SC-RETRY-35", atts, [error("gave_up", 503)], policy=PIPELINE)
+
+
+def test_mismatch_messages_name_the_duplicate():
+    """A duplicate chunk is described as one in the observed text."""
+    ev = Evidence((), (), tuple(chunks(1, 1)))
+    outcome = delivered_exactly(ev, ["tok1", "tok2"])
+    assert "duplicate" in outcome.observed
+
+
+def test_ended_with_error_reports_the_status_mismatch():
+    """An error with the wrong status says which status it carried."""
+    ev = Evidence((), (), (error("non_retryable_status", 403),))
+    outcome = ended_with_error(ev, ["non_retryable_status"], status=401)
+    assert not outcome.ok
+    assert "403" in outcome.observed

@@ -1,0 +1,316 @@
+"""The reference client against a failing backend and a failing network, over real
+sockets: the shared circuit breaker, offline/online, resets, and the sync façade."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from test_client_support import (
+    SLACK,
+    StateLog,
+    drain,
+    make_client,
+    policy,
+    wait_ledger,
+)
+
+from conformance.reference import (
+    BackoffConfig,
+    BreakerConfig,
+    BreakerState,
+    CircuitOpen,
+    NotIdempotent,
+    Offline,
+    State,
+)
+from fake_servers import FakeServer, Fault, FaultProxy, Gap, LedgerTimeout, Respond, Stream, now
+
+pytestmark = pytest.mark.asyncio
+
+COOLDOWN = 0.3
+BREAKER = policy(breaker=BreakerConfig(threshold=5, cooldown=COOLDOWN))
+
+
+@pytest.fixture
+def proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
+    """A fault proxy in front of the fake server, with its own connection ledger."""
+    with FaultProxy(fake_server.url).start() as running:
+        yield running
+
+
+# -- the circuit breaker ---------------------------------------------------------
+async def test_breaker_opens_fails_new_calls_fast_and_closes_after_a_probe(
+    fake_server: FakeServer,
+) -> None:
+    """5 failures open the breaker: the retrying call waits out the cooldown, a new call
+    fails fast with CircuitOpen, and the successful probe closes the breaker again."""
+    fake_server.script("/s", *[Respond(503)] * 5, Stream(events=2))
+    log = StateLog()
+    async with make_client(BREAKER) as client:
+        waiting = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
+        await log.reached(State.BREAKER_OPEN)
+        assert client.breaker.state(now()) is BreakerState.OPEN
+
+        _, error = await drain(client.stream(fake_server.url + "/s"))
+        assert isinstance(error, CircuitOpen)
+        assert error.until > now()
+        assert len(fake_server.ledger.attempts("/s")) == 5  # the new call sent nothing
+
+        events, error = await waiting
+        assert error is None
+        assert len(events) == 2
+        assert client.breaker.state(now()) is BreakerState.CLOSED
+        events, error = await drain(client.stream(fake_server.url + "/s"))
+        assert error is None
+    attempts = fake_server.ledger.attempts("/s")
+    assert len(attempts) == 7
+    assert attempts[5].arrived_at - attempts[4].arrived_at >= COOLDOWN  # the probe waited
+
+
+async def test_half_open_admits_exactly_one_probe_among_ten_waiting_streams(
+    fake_server: FakeServer,
+) -> None:
+    """Ten streams wait on an open breaker; exactly one probes, the rest follow its success."""
+    slow_fail = Respond(503, delay=0.2)  # all ten first attempts are in flight together
+    probe = Stream(events=3, delay=0.1)  # slow enough for the others to ask while it runs
+    fake_server.script("/s", *[slow_fail] * 10, probe)
+    backoff = BackoffConfig(base=0.15, caps=((1, 0.3),))  # retries come after the trip
+    async with make_client(policy(breaker=BREAKER.breaker, backoff=backoff)) as client:
+        logs = [StateLog() for _ in range(10)]
+        results = await asyncio.gather(
+            *(drain(client.stream(fake_server.url + "/s", on_state=log)) for log in logs)
+        )
+    attempts = fake_server.ledger.attempts("/s")
+    first_round, later = attempts[:10], attempts[10:]
+    assert max(a.arrived_at for a in first_round) < min(a.ended_at or 0 for a in first_round), (
+        "precondition: the ten first attempts must overlap"
+    )
+    assert [len(events) for events, _ in results] == [3] * 10
+    assert all(error is None for _, error in results)
+    assert all(State.BREAKER_OPEN in log.states for log in logs)
+    assert len(later) == 10  # one probe, then each other stream once: no flood
+    probe_attempt = later[0]
+    assert probe_attempt.first_byte_at is not None
+    assert all(a.arrived_at > probe_attempt.first_byte_at for a in later[1:])
+    assert probe_attempt.arrived_at - max(a.arrived_at for a in first_round) >= COOLDOWN
+
+
+async def test_failed_probe_reopens_the_breaker(fake_server: FakeServer) -> None:
+    """A probe that fails opens the breaker for another full cooldown."""
+    fake_server.script("/s", *[Respond(503)] * 6, Stream(events=1))
+    async with make_client(BREAKER) as client:
+        _, error = await drain(client.stream(fake_server.url + "/s"))
+    assert error is None
+    arrived = [a.arrived_at for a in fake_server.ledger.attempts("/s")]
+    assert len(arrived) == 7
+    assert arrived[5] - arrived[4] >= COOLDOWN
+    assert arrived[6] - arrived[5] >= COOLDOWN
+
+
+async def test_mid_stream_failures_do_not_count_for_the_breaker(fake_server: FakeServer) -> None:
+    """Three resumes after the commit with threshold 2: the breaker stays closed."""
+    steps = [Stream(events=n, ids=True, end="abort") for n in (2, 4, 6)]
+    fake_server.script("/s", *steps, Stream(events=8, ids=True))
+    pol = policy(breaker=BreakerConfig(threshold=2, cooldown=5.0))
+    log = StateLog()
+    async with make_client(pol, on_state=log) as client:
+        events, error = await drain(client.stream(fake_server.url + "/s"))
+        assert client.breaker.state(now()) is BreakerState.CLOSED
+    assert error is None
+    assert [e.id for e in events] == [str(i) for i in range(1, 9)]
+    assert State.BREAKER_OPEN not in log.states
+    assert len(fake_server.ledger.attempts("/s")) == 4
+
+
+# -- offline and online -----------------------------------------------------------
+async def test_no_attempts_while_offline_and_connect_at_once_on_online(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """offline(): the retrying stream waits without making a single attempt; online(): it
+    goes at once (the pooled keep-alive connection may carry it, so count attempts)."""
+    fake_server.script("/s", Respond(503), Stream(events=2))
+    log = StateLog()
+    async with make_client(policy(backoff=BackoffConfig(base=0.1, caps=((1, 0.1),)))) as client:
+        task = asyncio.create_task(drain(client.stream(proxy.url + "/s", on_state=log)))
+        await log.reached(State.RETRYING)
+        client.offline()
+        await log.reached(State.OFFLINE)
+        # Several backoff periods pass: an online client would have retried by now.
+        with pytest.raises(LedgerTimeout):
+            await asyncio.to_thread(fake_server.ledger.wait_attempts, 2, 0.4)
+        assert len(proxy.connections()) == 1
+        back = now()
+        client.online()
+        events, error = await task
+    assert error is None
+    assert len(events) == 2
+    attempts = fake_server.ledger.attempts("/s")
+    assert len(attempts) == 2
+    assert attempts[1].arrived_at - back <= SLACK  # no backoff after online()
+
+
+async def test_online_skips_the_remaining_backoff(fake_server: FakeServer) -> None:
+    """online() after offline(): the stream connects at once, not after its 2 s backoff."""
+    fake_server.script("/s", Respond(503), Stream(events=1))
+    log = StateLog()
+    async with make_client(policy(backoff=BackoffConfig(base=2.0, caps=((1, 2.0),)))) as client:
+        task = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
+        await log.reached(State.RETRYING)
+        client.offline()
+        await log.reached(State.OFFLINE)
+        back = now()
+        client.online()
+        _, error = await task
+    assert error is None
+    assert fake_server.ledger.attempts("/s")[1].arrived_at - back <= SLACK
+
+
+async def test_online_resets_an_open_breaker(fake_server: FakeServer) -> None:
+    """online() closes the breaker: a stream waiting out a 5 s cooldown goes at once."""
+    fake_server.script("/s", *[Respond(503)] * 5, Stream(events=1))
+    log = StateLog()
+    async with make_client(policy(breaker=BreakerConfig(cooldown=5.0))) as client:
+        task = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
+        await log.reached(State.BREAKER_OPEN)
+        back = now()
+        client.online()
+        assert client.breaker.state(now()) is BreakerState.CLOSED
+        _, error = await task
+    assert error is None
+    assert fake_server.ledger.attempts("/s")[5].arrived_at - back <= SLACK
+
+
+async def test_offline_cuts_an_open_stream_which_resumes_on_online(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """offline() closes the open connection; online() resumes after the last id, exactly once."""
+    fake_server.script("/s", Stream(events=30, ids=True, gap=Gap(seconds=0.01)))
+    log = StateLog()
+    async with make_client(on_state=log) as client:
+        stream = client.stream(proxy.url + "/s")
+        events = [await anext(stream), await anext(stream)]
+        client.offline()
+        await asyncio.to_thread(proxy.offline)
+        await wait_ledger(
+            proxy.ledger, lambda led: led.connections()[0].closed_by is not None, "cut"
+        )
+        await log.reached(State.OFFLINE, count=2)  # the client's, then the stream's
+        await asyncio.to_thread(proxy.online)
+        client.online()
+        rest, error = await drain(stream)
+    assert error is None
+    events += rest
+    assert [e.id for e in events] == [str(i) for i in range(1, 31)]
+    second = fake_server.ledger.attempts("/s")[1]
+    assert second.last_event_id is not None
+    assert int(second.last_event_id) >= 2
+
+
+async def test_offline_surfaces_on_a_committed_stream_without_ids(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """A committed stream that cannot resume raises Offline when the network goes away."""
+    fake_server.script("/s", Stream(events=50, gap=Gap(seconds=0.02)))
+    async with make_client() as client:
+        stream = client.stream(proxy.url + "/s")
+        await anext(stream)
+        client.offline()
+        _, error = await drain(stream)
+    assert isinstance(error, Offline)
+    await wait_ledger(proxy.ledger, lambda led: led.connections()[0].closed_by is not None, "close")
+
+
+async def test_new_stream_waits_while_offline(fake_server: FakeServer, proxy: FaultProxy) -> None:
+    """A stream started while offline makes no attempt until online()."""
+    fake_server.script("/s", Stream(events=1))
+    log = StateLog()
+    async with make_client() as client:
+        client.offline()
+        task = asyncio.create_task(drain(client.stream(proxy.url + "/s", on_state=log)))
+        await log.reached(State.OFFLINE)
+        assert proxy.connections() == ()
+        client.online()
+        events, error = await task
+    assert error is None
+    assert len(events) == 1
+
+
+# -- network faults and idempotency ----------------------------------------------
+async def test_non_idempotent_post_is_not_resent_after_a_reset(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """A reset after the request bytes left: a non-idempotent POST raises NotIdempotent."""
+    fake_server.script("/s", Stream(events=2))
+    proxy.next_connections(Fault.reset(0))
+    async with make_client() as client:
+        stream = client.stream(proxy.url + "/s", method="POST", json={"prompt": "charge me"})
+        _, error = await drain(stream)
+    assert isinstance(error, NotIdempotent)
+    assert error.last.kind == "reset"
+    assert len(proxy.connections()) == 1
+    assert len(fake_server.ledger.attempts("/s")) <= 1
+
+
+async def test_idempotent_get_is_retried_after_a_reset(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """The same reset on a GET is retried on a new connection."""
+    fake_server.script("/s", Stream(events=2))
+    proxy.next_connections(Fault.reset(0))
+    async with make_client() as client:
+        events, error = await drain(client.stream(proxy.url + "/s"))
+    assert error is None
+    assert len(events) == 2
+    assert len(proxy.connections()) == 2
+
+
+async def test_non_idempotent_post_is_retried_when_the_connect_failed(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """Refused connects never carried the body, so even a non-idempotent POST retries them."""
+    fake_server.script("/s", Stream(events=2))
+    await asyncio.to_thread(proxy.offline)
+    log = StateLog()
+    async with make_client() as client:
+        stream = client.stream(proxy.url + "/s", method="POST", json={"p": 1}, on_state=log)
+        task = asyncio.create_task(drain(stream))
+        await log.reached(State.RETRYING, count=3)
+        await asyncio.to_thread(proxy.online)
+        events, error = await task
+    assert error is None
+    assert len(events) == 2
+    assert len(fake_server.ledger.attempts("/s")) == 1
+
+
+async def test_blackholed_request_is_abandoned_by_the_stall_watch(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """A connection that swallows the request and never answers is a stall before the
+    commit: abandoned after the stall timeout and retried on a new connection."""
+    fake_server.script("/s", Stream(events=2))
+    proxy.next_connections(Fault.blackhole())
+    log = StateLog()
+    pol = policy(stall_timeout=0.3, stall_check_interval=0.05)
+    async with make_client(pol, on_state=log) as client:
+        events, error = await drain(client.stream(proxy.url + "/s", on_state=log))
+    assert error is None
+    assert len(events) == 2
+    assert State.STALLED in log.states
+    first, second = proxy.connections()
+    assert first.fault == "blackhole"
+    assert 0.3 <= second.opened_at - first.opened_at <= 0.35 + SLACK
+
+
+async def test_connection_reset_mid_stream_with_ids_resumes(
+    fake_server: FakeServer, proxy: FaultProxy
+) -> None:
+    """An RST after some bytes on a stream with ids: resumed, each event delivered once."""
+    fake_server.script("/s", Stream(events=20, ids=True))
+    proxy.next_connections(Fault.reset(after_bytes=1500))
+    async with make_client() as client:
+        events, error = await drain(client.stream(proxy.url + "/s"))
+    assert error is None
+    assert [e.id for e in events] == [str(i) for i in range(1, 21)]
+    assert len(proxy.connections()) == 2
