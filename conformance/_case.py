@@ -38,7 +38,13 @@ __all__ = [
 
 Capability = Literal["get", "post", "breaker", "stall", "offline", "resume", "configurable"]
 CAPABILITIES: tuple[Capability, ...] = (
-    "get", "post", "breaker", "stall", "offline", "resume", "configurable",
+    "get",
+    "post",
+    "breaker",
+    "stall",
+    "offline",
+    "resume",
+    "configurable",
 )
 
 

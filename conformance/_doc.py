@@ -26,8 +26,13 @@ def case_table() -> str:
     for case in all_cases():
         if case.area != area:
             area = case.area
-            lines += ["", f"## {area}", "", "| id | level | transport | title | requirement | source |",
-                      "|---|---|---|---|---|---|"]
+            lines += [
+                "",
+                f"## {area}",
+                "",
+                "| id | level | transport | title | requirement | source |",
+                "|---|---|---|---|---|---|",
+            ]
         needs = ", ".join(sorted(case.needs - {"get", "post"}))
         title = case.title + (f" (needs: {needs})" if needs else "")
         lines.append(

@@ -135,8 +135,11 @@ class Evidence:
         rows: list[tuple[float, str]] = []
         for a in self.attempts:
             rows.append((a.arrived_at, _attempt_arrival(a)))
-            rows.extend((e.at, f"  server sent {e.kind} #{e.index}") for e in a.events if
-                        e.kind in ("data", "terminal"))
+            rows.extend(
+                (e.at, f"  server sent {e.kind} #{e.index}")
+                for e in a.events
+                if e.kind in ("data", "terminal")
+            )
             if a.ended_at is not None:
                 rows.append((a.ended_at, f"  attempt {a.seq} ended: {a.end} {a.note}".rstrip()))
         for c in self.connections:

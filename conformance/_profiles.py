@@ -111,7 +111,9 @@ def get_profile(name: str) -> Profile:
     key = name if "@" in name else _latest(name)
     if key not in BUILTIN_PROFILES:
         valid = ", ".join(sorted(BUILTIN_PROFILES))
-        raise ProfileError(f"unknown profile {name!r}; valid profiles: {valid}, or a .toml/.json file")
+        raise ProfileError(
+            f"unknown profile {name!r}; valid profiles: {valid}, or a .toml/.json file"
+        )
     return BUILTIN_PROFILES[key]
 
 
@@ -135,13 +137,18 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def _profile_from_dict(raw: dict[str, Any]) -> Profile:
-    _known(raw, {"name", "version", "title", "source", "transports", "test_scale", "policy", "base"},
-           "profile")
+    _known(
+        raw,
+        {"name", "version", "title", "source", "transports", "test_scale", "policy", "base"},
+        "profile",
+    )
     base = get_profile(raw["base"]).policy if "base" in raw else ClientPolicy()
     policy = policy_from_dict(raw.get("policy", {}), base=base)
     transports = frozenset(raw.get("transports", ["get", "post"]))
     if not transports <= {"get", "post"}:
-        raise ValueError(f"transports: expected a subset of ['get', 'post'], got {sorted(transports)}")
+        raise ValueError(
+            f"transports: expected a subset of ['get', 'post'], got {sorted(transports)}"
+        )
     scale = float(raw.get("test_scale", 0.02))
     if not 0 < scale <= 1:
         raise ValueError(f"test_scale: expected a number in (0, 1], got {scale}")

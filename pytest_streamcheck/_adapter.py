@@ -8,6 +8,7 @@ runner owns timestamps: a sink stamps every delivery on the kit's clock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -50,7 +51,7 @@ class AdapterRequest:
         return self.request.stream
 
 
-class StreamCancelled(Exception):  # noqa: N818 - a signal, not an error
+class StreamCancelled(Exception):
     """Raised by a sink once the runner has cancelled the stream; let it propagate."""
 
 
@@ -157,10 +158,8 @@ class SyncClientAdapter:
             raise
 
     def _guarded(self, request: AdapterRequest, sink: StreamSink) -> None:
-        try:
+        with contextlib.suppress(StreamCancelled):
             self.stream_sync(request, sink)
-        except StreamCancelled:
-            pass
 
     async def offline(self) -> None:
         await asyncio.to_thread(self.offline_sync)

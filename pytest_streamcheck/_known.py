@@ -16,8 +16,9 @@ class KnownFailures:
     entries: tuple[tuple[str, str], ...] = ()  # (case id or glob, reason)
 
     def reason_for(self, case_id: str) -> str | None:
-        return next((r for pattern, r in self.entries if fnmatch.fnmatchcase(case_id, pattern)),
-                    None)
+        return next(
+            (r for pattern, r in self.entries if fnmatch.fnmatchcase(case_id, pattern)), None
+        )
 
 
 def parse_known_failures(path: Path | None) -> KnownFailures:
@@ -32,7 +33,8 @@ def parse_known_failures(path: Path | None) -> KnownFailures:
         pattern, _, reason = line.partition(" ")
         if not reason.strip():
             raise pytest.UsageError(
-                f"{path}:{number}: a known failure needs a reason after the case id: {line!r}")
+                f"{path}:{number}: a known failure needs a reason after the case id: {line!r}"
+            )
         if not pattern.startswith("SC-"):
             raise pytest.UsageError(f"{path}:{number}: {pattern!r} is not a case id or glob")
         entries.append((pattern, reason.strip()))

@@ -22,8 +22,10 @@ def render_failure(result: CaseResult) -> str:
         f"profile:     {result.profile} at {result.timing} timing",
     ]
     if result.outcome is not None:
-        lines += [f"expected:    {result.outcome.expected}",
-                  f"observed:    {result.outcome.observed}"]
+        lines += [
+            f"expected:    {result.outcome.expected}",
+            f"observed:    {result.outcome.observed}",
+        ]
         lines += [f"             {d}" for d in result.outcome.details]
     if result.evidence is not None:
         lines.append("timeline (ms since the case started):")

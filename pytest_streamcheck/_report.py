@@ -10,7 +10,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,8 +36,11 @@ def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
     runner = state._runner
     if runner is not None:
         info = runner.info
-        row["client"] = {"name": info.name, "version": info.version,
-                         "capabilities": sorted(info.capabilities)}
+        row["client"] = {
+            "name": info.name,
+            "version": info.version,
+            "capabilities": sorted(info.capabilities),
+        }
     return row
 
 
@@ -99,14 +101,16 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
     return lines
 
 
-def build_report(rows: Iterable[dict[str, Any]], state: StreamcheckSession,
-                 duration: float) -> dict[str, Any]:
+def build_report(
+    rows: Iterable[dict[str, Any]], state: StreamcheckSession, duration: float
+) -> dict[str, Any]:
     rows = sorted(rows, key=lambda r: r["id"])
     s = state.settings
     client = next((r.get("client") for r in rows if r.get("client")), None) or {"name": s.target}
     counts = Counter(r["verdict"] for r in rows)
-    conformant = counts["FAIL"] == 0 and counts["ERROR"] == 0 and (
-        not s.strict or counts["NON-STRICT"] == 0)
+    conformant = (
+        counts["FAIL"] == 0 and counts["ERROR"] == 0 and (not s.strict or counts["NON-STRICT"] == 0)
+    )
     return {
         "schema": SCHEMA,
         "kit": {"name": "pytest-streamcheck", "version": __version__},
@@ -115,8 +119,12 @@ def build_report(rows: Iterable[dict[str, Any]], state: StreamcheckSession,
         "timing": rows[0]["timing"] if rows else None,
         "seed": s.seed,
         "strict": s.strict,
-        "platform": {"python": sys.version.split()[0], "system": platform.system(),
-                     "machine": platform.machine(), "release": platform.release()},
+        "platform": {
+            "python": sys.version.split()[0],
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "release": platform.release(),
+        },
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duration": round(duration, 3),
         "summary": {v: counts[v] for v in VERDICTS},
@@ -125,8 +133,13 @@ def build_report(rows: Iterable[dict[str, Any]], state: StreamcheckSession,
     }
 
 
-_COLOURS = {"PASS": "#2e7d32", "FAIL": "#c62828", "NON-STRICT": "#ef6c00",
-            "UNSUPPORTED": "#757575", "ERROR": "#6a1b9a"}
+_COLOURS = {
+    "PASS": "#2e7d32",
+    "FAIL": "#c62828",
+    "NON-STRICT": "#ef6c00",
+    "UNSUPPORTED": "#757575",
+    "ERROR": "#6a1b9a",
+}
 
 
 def render_html(report: dict[str, Any]) -> str:
@@ -144,19 +157,26 @@ def render_html(report: dict[str, Any]) -> str:
         f"{esc(', '.join(p['name'] + '@' + str(p['version']) for p in report['profiles']))}; "
         f"timing {esc(str(report['timing']))}; seed {report['seed']}; "
         f"{'conformant' if report['conformant'] else 'NOT conformant'}</p>",
-        "<table><tr>" + "".join(f"<th>{v}</th>" for v in VERDICTS) + "</tr><tr>"
-        + "".join(f"<td>{report['summary'][v]}</td>" for v in VERDICTS) + "</tr></table>",
+        "<table><tr>"
+        + "".join(f"<th>{v}</th>" for v in VERDICTS)
+        + "</tr><tr>"
+        + "".join(f"<td>{report['summary'][v]}</td>" for v in VERDICTS)
+        + "</tr></table>",
     ]
     for case in report["cases"]:
         verdict = case["verdict"]
         badge = f"<span class=v style='background:{_COLOURS[verdict]}'>{verdict}</span>"
-        parts.append(f"<details{' open' if verdict in ('FAIL', 'ERROR') else ''}><summary>"
-                     f"{badge} <b>{esc(case['id'])}</b> [{case['level']}] "
-                     f"{esc(case['title'])}</summary>")
+        parts.append(
+            f"<details{' open' if verdict in ('FAIL', 'ERROR') else ''}><summary>"
+            f"{badge} <b>{esc(case['id'])}</b> [{case['level']}] "
+            f"{esc(case['title'])}</summary>"
+        )
         parts.append(f"<p>{esc(case['requirement'])}<br><i>{esc(case['source'])}</i></p>")
         if case.get("expected"):
-            parts.append(f"<p>expected: {esc(case['expected'])}<br>observed: "
-                         f"{esc(case.get('observed', ''))}</p>")
+            parts.append(
+                f"<p>expected: {esc(case['expected'])}<br>observed: "
+                f"{esc(case.get('observed', ''))}</p>"
+            )
         if case.get("reason"):
             parts.append(f"<p>{esc(case['reason'])}</p>")
         if case.get("evidence"):
@@ -173,27 +193,41 @@ def _timeline_svg(evidence: dict[str, Any], width: int = 900) -> str:
     attempts = evidence["attempts"]
     deliveries = evidence["deliveries"]
     ends = [a["ended_at"] or a["arrived_at"] for a in attempts] + [d["at"] for d in deliveries]
-    span = float(max([e - t0 for e in ends] + [0.001]))
+    span: float = max([float(e) - t0 for e in ends] + [0.001])
 
     def x(t: float) -> float:
-        return 10 + (t - t0) / span * (width - 20)
+        return float(10 + (t - t0) / span * (width - 20))
 
     rows = []
     for i, a in enumerate(attempts):
         y = 10 + i * 18
         end = a["ended_at"] or a["arrived_at"]
-        rows.append(f"<rect x='{x(a['arrived_at']):.1f}' y='{y}' height='12' "
-                    f"width='{max(x(end) - x(a['arrived_at']), 1):.1f}' fill='#90caf9'>"
-                    f"<title>attempt {a['seq']}: {a['status']} {a['end']}</title></rect>")
-        rows += [f"<line x1='{x(e['at']):.1f}' x2='{x(e['at']):.1f}' y1='{y}' y2='{y + 12}' "
-                 f"stroke='#1565c0'/>" for e in a["events"] if e["kind"] == "data"]
+        rows.append(
+            f"<rect x='{x(a['arrived_at']):.1f}' y='{y}' height='12' "
+            f"width='{max(x(end) - x(a['arrived_at']), 1):.1f}' fill='#90caf9'>"
+            f"<title>attempt {a['seq']}: {a['status']} {a['end']}</title></rect>"
+        )
+        rows += [
+            f"<line x1='{x(e['at']):.1f}' x2='{x(e['at']):.1f}' y1='{y}' y2='{y + 12}' "
+            f"stroke='#1565c0'/>"
+            for e in a["events"]
+            if e["kind"] == "data"
+        ]
     y = 14 + len(attempts) * 18
     colours = {"chunk": "#2e7d32", "error": "#c62828", "done": "#000", "state": "#9e9e9e"}
-    rows += [f"<circle cx='{x(d['at']):.1f}' cy='{y}' r='3' fill='{colours.get(d['kind'], '#999')}'>"
-             f"<title>{html.escape(d['kind'])} {html.escape(str(d.get('data') or d.get('state') or d.get('error') or ''))[:60]}"
-             f"</title></circle>" for d in deliveries]
+    rows += [_dot(x(d["at"]), y, d, colours) for d in deliveries]
     height = y + 14
-    return (f"<svg width='{width}' height='{height}' style='border:1px solid #ddd'>"
-            + "".join(rows) + f"<text x='10' y='{height - 2}' font-size='10'>0 ms</text>"
-            f"<text x='{width - 60}' y='{height - 2}' font-size='10'>{span * 1000:.0f} ms</text>"
-            "</svg>")
+    return (
+        f"<svg width='{width}' height='{height}' style='border:1px solid #ddd'>"
+        + "".join(rows)
+        + f"<text x='10' y='{height - 2}' font-size='10'>0 ms</text>"
+        f"<text x='{width - 60}' y='{height - 2}' font-size='10'>{span * 1000:.0f} ms</text>"
+        "</svg>"
+    )
+
+
+def _dot(cx: float, cy: int, delivery: dict[str, Any], colours: dict[str, str]) -> str:
+    label = delivery.get("data") or delivery.get("state") or delivery.get("error") or ""
+    title = html.escape(f"{delivery['kind']} {str(label)[:60]}")
+    colour = colours.get(delivery["kind"], "#999")
+    return f"<circle cx='{cx:.1f}' cy='{cy}' r='3' fill='{colour}'><title>{title}</title></circle>"

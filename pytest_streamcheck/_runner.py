@@ -8,6 +8,7 @@ limit, reports ERROR, and the next case gets a fresh loop and adapter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
@@ -59,8 +60,11 @@ class CaseResult:
             "duration": round(self.duration, 4),
         }
         if self.outcome is not None:
-            data.update(expected=self.outcome.expected, observed=self.outcome.observed,
-                        details=list(self.outcome.details))
+            data.update(
+                expected=self.outcome.expected,
+                observed=self.outcome.observed,
+                details=list(self.outcome.details),
+            )
         if self.evidence is not None:
             data["timeline"] = self.evidence.timeline()
             data["evidence"] = self.evidence.to_json()
@@ -70,8 +74,9 @@ class CaseResult:
 class _Context:
     """The ``CaseContext`` a case plays against; lives on the runner's loop."""
 
-    def __init__(self, runner: SuiteRunner, policy: ClientPolicy,
-                 transport: Literal["get", "post"]) -> None:
+    def __init__(
+        self, runner: SuiteRunner, policy: ClientPolicy, transport: Literal["get", "post"]
+    ) -> None:
         self.policy = policy
         self.transport = transport
         self.server = runner.server
@@ -100,8 +105,9 @@ class _Context:
             )
 
     async def wait_ended(self, stream: str, timeout: float) -> bool:
-        return await self.wait_until(lambda: self.deliveries.ended(stream) or self._gone(stream),
-                                     timeout)
+        return await self.wait_until(
+            lambda: self.deliveries.ended(stream) or self._gone(stream), timeout
+        )
 
     def _gone(self, stream: str) -> bool:
         entry = self._streams.get(stream)
@@ -175,8 +181,9 @@ class SuiteRunner:
 
     def _start_adapter(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="streamcheck-adapter",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="streamcheck-adapter", daemon=True
+        )
         self._thread.start()
         self._configured = None
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
@@ -217,13 +224,15 @@ class SuiteRunner:
             return future.result(timeout)
         except FutureTimeout:
             future.cancel()
-            raise HarnessError(f"the adapter did not finish {doing} within {timeout:.1f}s") \
-                from None
+            raise HarnessError(
+                f"the adapter did not finish {doing} within {timeout:.1f}s"
+            ) from None
         except HarnessError:
             raise
         except Exception as exc:
-            raise HarnessError(f"the adapter failed while {doing}: {type(exc).__name__}: {exc}") \
-                from exc
+            raise HarnessError(
+                f"the adapter failed while {doing}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     # -- profiles ------------------------------------------------------------------
     @property
@@ -241,19 +250,37 @@ class SuiteRunner:
         profile = self.profile_for(case.transport)
         result = self._skip_reason(case, profile)
         if result is not None:
-            return CaseResult(case, Verdict.UNSUPPORTED, profile.key if profile else None,
-                              self.timing, reason=result)
+            return CaseResult(
+                case,
+                Verdict.UNSUPPORTED,
+                profile.key if profile else None,
+                self.timing,
+                reason=result,
+            )
         assert profile is not None
         policy = profile.at(self.timing)
         try:
             outcome, evidence = self._play(case, policy)
         except HarnessError as exc:
             self._recover()
-            return CaseResult(case, Verdict.ERROR, profile.key, self.timing, reason=str(exc),
-                              duration=now() - started)
+            return CaseResult(
+                case,
+                Verdict.ERROR,
+                profile.key,
+                self.timing,
+                reason=str(exc),
+                duration=now() - started,
+            )
         verdict = _verdict(case, outcome)
-        return CaseResult(case, verdict, profile.key, self.timing, outcome, evidence=evidence,
-                          duration=now() - started)
+        return CaseResult(
+            case,
+            verdict,
+            profile.key,
+            self.timing,
+            outcome,
+            evidence=evidence,
+            duration=now() - started,
+        )
 
     def _skip_reason(self, case: Case, profile: Profile | None) -> str | None:
         missing = sorted(case.needs - self.info.capabilities)
@@ -270,8 +297,9 @@ class SuiteRunner:
         ctx_holder: list[_Context] = []
         timeout = self.case_timeout
         try:
-            evidence = self._call(self._play_async(case, policy, ctx_holder), timeout + 5.0,
-                                  f"case {case.id}")
+            evidence = self._call(
+                self._play_async(case, policy, ctx_holder), timeout + 5.0, f"case {case.id}"
+            )
         except HarnessError as exc:
             raise HarnessError(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
         ctx = ctx_holder[0]
@@ -287,8 +315,9 @@ class SuiteRunner:
             self._configured = policy
         self._call(self.adapter.reset(), COMMAND_LIMIT, "resetting the client")
 
-    async def _play_async(self, case: Case, policy: ClientPolicy,
-                          holder: list[_Context]) -> Evidence:
+    async def _play_async(
+        self, case: Case, policy: ClientPolicy, holder: list[_Context]
+    ) -> Evidence:
         ctx = _Context(self, policy, case.transport)
         holder.append(ctx)
         started = now()
@@ -320,10 +349,8 @@ class SuiteRunner:
 
     def _recover(self) -> None:
         """After a harness error: a fresh loop and adapter, so the next case starts clean."""
-        try:
+        with contextlib.suppress(HarnessError):
             self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
-        except HarnessError:
-            pass
         self._stop_loop()
         self._start_adapter()
 

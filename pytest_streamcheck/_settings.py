@@ -6,10 +6,12 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from conformance._profiles import Profile, ProfileError, Timing, get_profile
+if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
+    from conformance._profiles import Profile, Timing
 
 __all__ = ["OPTIONS", "Settings", "resolve_settings"]
 
@@ -18,22 +20,37 @@ SEED_ENV = "STREAMCHECK_SEED"  # carries the controller's seed to xdist workers
 
 # (option, ini name, help); every option has an ini twin.
 OPTIONS: tuple[tuple[str, str, str], ...] = (
-    ("--streamcheck", "streamcheck",
-     "run the conformance suite against TARGET: reference, exec:COMMAND, module:factory, "
-     "a module with streamcheck_adapter(), or a name in the streamcheck.clients entry points"),
-    ("--streamcheck-profile", "streamcheck_profile",
-     f"comma-separated profiles (name, name@version or a .toml/.json file); "
-     f"default {DEFAULT_PROFILES}"),
-    ("--streamcheck-timing", "streamcheck_timing",
-     "auto (test timing for configurable clients), test, or real"),
+    (
+        "--streamcheck",
+        "streamcheck",
+        "run the conformance suite against TARGET: reference, exec:COMMAND, module:factory, "
+        "a module with streamcheck_adapter(), or a name in the streamcheck.clients entry points",
+    ),
+    (
+        "--streamcheck-profile",
+        "streamcheck_profile",
+        f"comma-separated profiles (name, name@version or a .toml/.json file); "
+        f"default {DEFAULT_PROFILES}",
+    ),
+    (
+        "--streamcheck-timing",
+        "streamcheck_timing",
+        "auto (test timing for configurable clients), test, or real",
+    ),
     ("--streamcheck-report", "streamcheck_report", "write the JSON report to this path"),
     ("--streamcheck-html", "streamcheck_html", "write the HTML report to this path"),
     ("--streamcheck-strict", "streamcheck_strict", "also fail on a missed SHOULD (NON-STRICT)"),
-    ("--streamcheck-known-failures", "streamcheck_known_failures",
-     "file of expected failures: one 'CASE-ID-or-glob  reason' per line"),
+    (
+        "--streamcheck-known-failures",
+        "streamcheck_known_failures",
+        "file of expected failures: one 'CASE-ID-or-glob  reason' per line",
+    ),
     ("--streamcheck-seed", "streamcheck_seed", "seed for content and the client's randomness"),
-    ("--streamcheck-timeout", "streamcheck_timeout",
-     "hard time limit per case in seconds (default 60)"),
+    (
+        "--streamcheck-timeout",
+        "streamcheck_timeout",
+        "hard time limit per case in seconds (default 60)",
+    ),
 )
 
 TIMINGS = ("auto", "test", "real")
@@ -74,14 +91,20 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         html=_path(_value(config, "--streamcheck-html", "streamcheck_html")),
         strict=_bool(_value(config, "--streamcheck-strict", "streamcheck_strict")),
         known_failures=_existing(
-            _value(config, "--streamcheck-known-failures", "streamcheck_known_failures")),
+            _value(config, "--streamcheck-known-failures", "streamcheck_known_failures")
+        ),
         seed=_seed(_value(config, "--streamcheck-seed", "streamcheck_seed")),
-        case_timeout=_positive(_value(config, "--streamcheck-timeout", "streamcheck_timeout"),
-                               60.0, "--streamcheck-timeout"),
+        case_timeout=_positive(
+            _value(config, "--streamcheck-timeout", "streamcheck_timeout"),
+            60.0,
+            "--streamcheck-timeout",
+        ),
     )
 
 
 def _profiles(raw: str | None) -> tuple[Profile, ...]:
+    from conformance._profiles import ProfileError, get_profile
+
     names = [n.strip() for n in (raw or DEFAULT_PROFILES).split(",") if n.strip()]
     try:
         return tuple(get_profile(n) for n in names)
@@ -93,7 +116,8 @@ def _timing(raw: str | None) -> Timing | None:
     value = (raw or "auto").strip()
     if value not in TIMINGS:
         raise pytest.UsageError(
-            f"--streamcheck-timing: {value!r} is not valid; valid values: {', '.join(TIMINGS)}")
+            f"--streamcheck-timing: {value!r} is not valid; valid values: {', '.join(TIMINGS)}"
+        )
     return None if value == "auto" else value  # type: ignore[return-value]
 
 
@@ -122,8 +146,7 @@ def _seed(raw: str | None) -> int:
         try:
             seed = int(raw)
         except ValueError:
-            raise pytest.UsageError(
-                f"--streamcheck-seed: {raw!r} is not an integer") from None
+            raise pytest.UsageError(f"--streamcheck-seed: {raw!r} is not an integer") from None
     os.environ[SEED_ENV] = str(seed)  # xdist workers inherit it: one seed per run
     return seed
 

@@ -52,8 +52,10 @@ def _import(target: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise TargetError(f"cannot import {module_name!r} for --streamcheck={target}: {exc}; "
-                          + describe_targets()) from exc
+        raise TargetError(
+            f"cannot import {module_name!r} for --streamcheck={target}: {exc}; "
+            + describe_targets()
+        ) from exc
     name = attr or MODULE_FACTORY
     try:
         return getattr(module, name)

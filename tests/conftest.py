@@ -7,8 +7,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import httpcore  # noqa: F401 - see below
+import httpx  # noqa: F401
 import pytest
 
+# pytester's in-process runs restore sys.modules afterwards: a module first
+# imported inside one run is a new object in the next, and httpx would then fail
+# to map httpcore's exceptions. Importing the network stack here keeps it stable.
+import conformance.reference._client  # noqa: F401
+import pytest_streamcheck._exec  # noqa: F401
+import pytest_streamcheck._reference  # noqa: F401
+from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
 
 THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import ClassVar
 
 import pytest
 
@@ -96,7 +97,7 @@ class TestNoRetry:
 
 
 class TestRetriedUntilSuccess:
-    ok = [
+    ok: ClassVar[list[Attempt]] = [
         attempt(1, 503),
         attempt(2, 503, arrived=0.05),
         attempt(3, 200, [1, 2, 3, 4, 5], arrived=0.1),

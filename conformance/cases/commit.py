@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from conformance._case import Case, Level, Outcome, register
-from conformance._checks import all_of, answer, delivered_exactly, ended_with_done, \
-    ended_with_error
+from conformance._checks import all_of, answer, delivered_exactly, ended_with_done, ended_with_error
 from conformance._evidence import Evidence
 from conformance.cases._common import Transport, one_stream
 from conformance.reference._config import ClientPolicy
@@ -52,13 +51,16 @@ def _single_attempt(ev: Evidence) -> Outcome:
     want = "no new request after the first chunk (1 attempt)"
     if n == 1:
         return Outcome.passed(want, "1 attempt")
-    return Outcome.failed(want, f"{n} attempts",
-                          *(f"attempt {a.seq}: Last-Event-ID={a.last_event_id}"
-                            for a in ev.attempts[1:]))
+    return Outcome.failed(
+        want,
+        f"{n} attempts",
+        *(f"attempt {a.seq}: Last-Event-ID={a.last_event_id}" for a in ev.attempts[1:]),
+    )
 
 
-def _surfaced_after(count: int, kinds: tuple[str, ...] | None = None) -> Callable[
-        [Evidence, ClientPolicy], Outcome]:
+def _surfaced_after(
+    count: int, kinds: tuple[str, ...] | None = None
+) -> Callable[[Evidence, ClientPolicy], Outcome]:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
         first = [e.data for e in ev.attempts[0].data_events][:count] if ev.attempts else []
         return all_of(
@@ -75,11 +77,15 @@ def _resumed_exactly(ev: Evidence, policy: ClientPolicy) -> Outcome:
         return Outcome.failed("a resumed attempt with Last-Event-ID", f"{len(ev.attempts)} attempt")
     lei = ev.attempts[1].last_event_id
     delivered = ev.chunks()
-    last_id = next((d.id for d in reversed(delivered) if d.at < ev.attempts[1].arrived_at and
-                    d.id), None)
+    last_id = next(
+        (d.id for d in reversed(delivered) if d.at < ev.attempts[1].arrived_at and d.id), None
+    )
     want = f"the resumed attempt sends Last-Event-ID of the last delivered chunk ({last_id})"
-    header = Outcome.passed(want, f"Last-Event-ID={lei}") if lei is not None and lei == last_id \
+    header = (
+        Outcome.passed(want, f"Last-Event-ID={lei}")
+        if lei is not None and lei == last_id
         else Outcome.failed(want, f"Last-Event-ID={lei}")
+    )
     return all_of(header, ended_with_done(ev), delivered_exactly(ev, _in_order(ev)))
 
 

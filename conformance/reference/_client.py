@@ -149,6 +149,7 @@ class EventStream:
         self._state = State.IDLE
         self._before_stall = State.CONNECTING
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
         self._draining = False
         self.attempts = 0  # every attempt this stream made (never reset)
         self.last_event_id = ""  # the id of the last event delivered, "" while none had one
@@ -207,7 +208,18 @@ class EventStream:
         return True
 
     async def aclose(self) -> None:
-        """Stops the stream and closes its connection (the server sees the close)."""
+        """Stops the stream and closes its connection (the server sees the close).
+
+        Idempotent: ``async with`` and the iterator's finaliser both call it when a
+        consumer breaks out, and a second ``cancel()`` would interrupt httpx while it
+        closes the response, leaving the connection open. Every caller awaits one
+        shielded close instead.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         self._closed = True
         self._buffer.events.clear()
         self._buffer.end()

@@ -140,9 +140,7 @@ class ClientPolicy:
         return cls(
             name="seed-pipeline",
             matrix=RetryMatrix(extra=frozenset({408})),
-            backoff=BackoffConfig(
-                family="equal", base=0.5, caps=((1, 30.0),), jitter=0.0
-            ),
+            backoff=BackoffConfig(family="equal", base=0.5, caps=((1, 30.0),), jitter=0.0),
             breaker=BreakerConfig(kind="ratio", ratio=0.5, min_throughput=10, cooldown=5.0),
             max_attempts=3,
             first_chunk_timeout=10.0,
@@ -154,7 +152,9 @@ class ClientPolicy:
         b = self.backoff
         return replace(
             self,
-            backoff=replace(b, base=b.base * factor, caps=tuple((n, c * factor) for n, c in b.caps)),
+            backoff=replace(
+                b, base=b.base * factor, caps=tuple((n, c * factor) for n, c in b.caps)
+            ),
             breaker=replace(
                 self.breaker,
                 cooldown=self.breaker.cooldown * factor,

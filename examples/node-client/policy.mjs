@@ -201,7 +201,8 @@ export class RetryState {
 }
 
 export function describe(failure) {
-  if (failure.kind === 'status') return `HTTP ${failure.status}`;
+  // The server's message is what lets the user act (sign in again, fix the input).
+  if (failure.kind === 'status') return `HTTP ${failure.status}${failure.detail ? `: ${failure.detail}` : ''}`;
   return failure.detail ? `${failure.kind}: ${failure.detail}` : failure.kind;
 }
 

@@ -1,0 +1,58 @@
+"""Every broken client in the zoo is caught by the cases named for it; the reference passes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zoo import MUTANTS
+
+TESTS = Path(__file__).parent
+
+
+def run_suite(
+    pytester: pytest.Pytester, target: str, selection: str, profile: str, *extra: str
+) -> pytest.RunResult:
+    pytester.syspathinsert(TESTS)
+    return pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        f"--streamcheck={target}",
+        f"--streamcheck-profile={profile}",
+        "-k",
+        selection,
+        *extra,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_is_caught(pytester: pytest.Pytester, name: str) -> None:
+    """The mutant fails at least one of its cases (MUST), or is NON-STRICT (SHOULD)."""
+    expect = MUTANTS[name]
+    result = run_suite(pytester, f"zoo:{name}", expect.cases, expect.profile)
+    outcomes = result.parseoutcomes()
+    if expect.level == "MUST":
+        assert outcomes.get("failed", 0) >= 1, result.stdout.str()
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+    else:
+        assert outcomes.get("failed", 0) == 0, result.stdout.str()
+        result.stdout.fnmatch_lines(["*NON-STRICT (a SHOULD missed*"])
+        strict = run_suite(
+            pytester, f"zoo:{name}", expect.cases, expect.profile, "--streamcheck-strict"
+        )
+        assert strict.parseoutcomes().get("failed", 0) >= 1, strict.stdout.str()
+    assert outcomes.get("errors", 0) == 0, result.stdout.str()
+
+
+def test_reference_passes_every_catching_case(pytester: pytest.Pytester) -> None:
+    """The cases that catch the mutants pass for the reference client (no false failures)."""
+    for profile in sorted({e.profile for e in MUTANTS.values()}):
+        selection = " or ".join(f"({e.cases})" for e in MUTANTS.values() if e.profile == profile)
+        result = run_suite(pytester, "reference", selection, profile, "--streamcheck-strict")
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("failed", 0) == 0, result.stdout.str()
+        assert outcomes.get("errors", 0) == 0, result.stdout.str()
+        assert outcomes.get("passed", 0) >= 1
