@@ -12,11 +12,13 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from conformance._evidence import DeliveryLog, Evidence
 from conformance.reference._config import ClientPolicy
-from fake_servers import FakeServer, FaultProxy, Ledger
+
+if TYPE_CHECKING:  # annotations only: importing the servers here would load hypercorn
+    from fake_servers import FakeServer, FaultProxy, Ledger
 
 __all__ = [
     "CAPABILITIES",
@@ -32,6 +34,7 @@ __all__ = [
     "StreamRequest",
     "Verdict",
     "all_cases",
+    "catalog_key",
     "get_case",
     "register",
 ]
@@ -102,6 +105,9 @@ class StreamRequest:
     idempotent: bool = True
     cancel_after: int | None = None  # the consumer stops reading after this many chunks
     stream: str = "s1"
+    # Streams with different ``client`` keys go through independent client instances
+    # (own breaker, own randomness): many users, e.g. the thundering herd.
+    client: str = "default"
 
 
 class CaseContext(Protocol):
@@ -156,6 +162,10 @@ class Case:
     needs: frozenset[Capability] = field(default_factory=frozenset)
     # None when the case applies to the policy; otherwise why it does not
     applies: Callable[[ClientPolicy, str], str | None] = _always
+    # A variant of the profile's policy this case runs with, keeping the relations
+    # it checks (e.g. no breaker while measuring backoff growth). A client that
+    # cannot be configured cannot run such a case: UNSUPPORTED.
+    tune: Callable[[ClientPolicy], ClientPolicy] | None = None
 
     @property
     def area(self) -> str:
@@ -202,13 +212,20 @@ def get_case(case_id: str) -> Case:
 
 
 def _order(case: Case) -> tuple[int, str, int]:
-    _, area, number = case.id.split("-")
+    return catalog_key(case.id)
+
+
+def catalog_key(case_id: str) -> tuple[int, str, int]:
+    """Sort key for case ids in catalog order: area, then number (not as text)."""
+    _, area, number = case_id.split("-")
     areas = list(_AREA_ORDER)
     rank = areas.index(area) if area in areas else len(areas)
     return rank, area, int(number)
 
 
-_AREA_ORDER = ("RETRY", "COMMIT", "BACKOFF", "BREAKER", "STALL", "OFFLINE", "POST", "SSE", "CANCEL")
+_AREA_ORDER = (
+    "RETRY", "COMMIT", "BACKOFF", "BREAKER", "STALL", "OFFLINE", "CANCEL", "POST", "SSE",
+)
 
 
 def _load_catalog() -> None:

@@ -81,6 +81,7 @@ def stream_command(request: AdapterRequest) -> dict[str, Any]:
         "body": _body(req.body),
         "idempotent": req.idempotent,
         "cancel_after": req.cancel_after,
+        "client": req.client,
     }
 
 

@@ -34,6 +34,12 @@ class CaseItem(pytest.Item):
         runner: SuiteRunner = self._state.runner()
         self.result = runner.run(self.case)
         self._state.record(self.result)
+        # Properties for --junitxml; added before an ERROR is raised so it carries them too.
+        self.user_properties += [
+            ("streamcheck_id", self.case.id),
+            ("streamcheck_verdict", self.result.verdict.value),
+            ("streamcheck_level", self.case.level.value),
+        ]
         if self.result.verdict is Verdict.ERROR:
             raise HarnessError(f"{self.case.id}: {self.result.reason}")
 
@@ -46,13 +52,14 @@ class CaseItem(pytest.Item):
         if result.verdict is Verdict.FAIL or (result.verdict is Verdict.NON_STRICT and strict):
             raise CaseFailed(result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):
             return render_failure(excinfo.value.result)
         if isinstance(excinfo.value, HarnessError):
-            return f"ERROR (the harness or the adapter broke; not counted against the client)\n" \
-                   f"{excinfo.value}"
+            return (
+                f"ERROR (the harness or the adapter broke; not counted against the client)\n"
+                f"{excinfo.value}"
+            )
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
@@ -55,25 +56,39 @@ class ReferenceAdapter:
     def __init__(self, seed: int = 0) -> None:
         self._policy = ClientPolicy()
         self._seed = seed
-        self._sinks: list[StreamSink] = []
-        self._client = self._new_client()
+        self._sinks: dict[str, list[StreamSink]] = {}
+        self._clients: dict[str, StreamingClient] = {}
+        self._offline = False
 
-    def _new_client(self) -> StreamingClient:
-        return StreamingClient(self._policy, rng=random.Random(self._seed), on_state=self._state)
+    def _client(self, key: str) -> StreamingClient:
+        """The client instance for ``key``: each has its own breaker and randomness."""
+        client = self._clients.get(key)
+        if client is None:
+            rng = random.Random(f"{self._seed}:{key}")
+            client = StreamingClient(self._policy, rng=rng, on_state=self._on_state(key))
+            if self._offline:
+                client.offline()
+            self._clients[key] = client
+        return client
 
-    def _state(self, change: StateChange) -> None:
-        # One client serves every stream of a case; states go to the streams still open.
-        for sink in self._sinks:
-            sink.state(change.state.value, delay=change.delay, detail=change.detail)
+    def _on_state(self, key: str) -> Callable[[StateChange], None]:
+        def forward(change: StateChange) -> None:
+            # One client serves every stream with its key; states go to those still open.
+            for sink in self._sinks.get(key, ()):
+                sink.state(change.state.value, delay=change.delay, detail=change.detail)
+
+        return forward
 
     async def configure(self, policy: ClientPolicy) -> None:
         self._policy = policy
         await self.reset()
 
     async def reset(self) -> None:
-        await self._client.aclose()
+        clients, self._clients = self._clients, {}
         self._sinks.clear()
-        self._client = self._new_client()
+        self._offline = False
+        for client in clients.values():
+            await client.aclose()
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         req = request.request
@@ -84,9 +99,10 @@ class ReferenceAdapter:
         elif isinstance(body, MultipartBody):
             kwargs["data"] = dict(body.fields)
             kwargs["files"] = {name: (fn, data, ctype) for name, fn, ctype, data in body.files}
-        self._sinks.append(sink)
+        sinks = self._sinks.setdefault(req.client, [])
+        sinks.append(sink)
         try:
-            async with self._client.stream(
+            async with self._client(req.client).stream(
                 request.url,
                 method=req.method,
                 headers=dict(req.headers),
@@ -102,13 +118,17 @@ class ReferenceAdapter:
             kind, status = error_kind(exc)
             sink.error(kind, str(exc), status=status)
         finally:
-            self._sinks.remove(sink)
+            sinks.remove(sink)
 
     async def offline(self) -> None:
-        self._client.offline()
+        self._offline = True
+        for client in self._clients.values():
+            client.offline()
 
     async def online(self) -> None:
-        self._client.online()
+        self._offline = False
+        for client in self._clients.values():
+            client.online()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self.reset()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance._case import Verdict
+from conformance._case import Verdict, catalog_key
 from pytest_streamcheck import __version__
 from pytest_streamcheck._render import VERDICTS, render_summary
 from pytest_streamcheck._runner import CaseResult
@@ -104,7 +104,7 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
 def build_report(
     rows: Iterable[dict[str, Any]], state: StreamcheckSession, duration: float
 ) -> dict[str, Any]:
-    rows = sorted(rows, key=lambda r: r["id"])
+    rows = sorted(rows, key=lambda r: catalog_key(r["id"]))
     s = state.settings
     client = next((r.get("client") for r in rows if r.get("client")), None) or {"name": s.target}
     counts = Counter(r["verdict"] for r in rows)

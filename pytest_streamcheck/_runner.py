@@ -259,6 +259,8 @@ class SuiteRunner:
             )
         assert profile is not None
         policy = profile.at(self.timing)
+        if case.tune is not None:
+            policy = case.tune(policy)
         try:
             outcome, evidence = self._play(case, policy)
         except HarnessError as exc:
@@ -289,6 +291,8 @@ class SuiteRunner:
         if profile is None:
             names = ", ".join(p.key for p in self.profiles)
             return f"no profile in this run covers {case.transport.upper()} ({names})"
+        if case.tune is not None and "configurable" not in self.info.capabilities:
+            return "the case runs a tuned policy and the client cannot be configured"
         reason = case.applies(profile.at(self.timing), case.transport)
         return f"not applicable to {profile.key}: {reason}" if reason else None
 

@@ -22,14 +22,17 @@ REPORT_ATTR = "streamcheck"  # on reports: plain data, so it crosses xdist
 def pytest_addoption(parser: pytest.Parser) -> None:
     from pytest_streamcheck._settings import OPTIONS
 
-    group = parser.getgroup("streamcheck", "streamcheck: conformance of resilient streaming clients")
+    group = parser.getgroup(
+        "streamcheck", "streamcheck: conformance of resilient streaming clients"
+    )
     for option, ini, text in OPTIONS:
         if option == "--streamcheck-strict":
             group.addoption(option, action="store_true", default=False, dest=ini, help=text)
             parser.addini(ini, text, type="bool", default=False)
         else:
-            group.addoption(option, dest=ini, default=None, metavar=ini.split("_")[-1].upper(),
-                            help=text)
+            group.addoption(
+                option, dest=ini, default=None, metavar=ini.split("_")[-1].upper(), help=text
+            )
             parser.addini(ini, text, default="")
 
 
@@ -69,28 +72,42 @@ def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool |
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k / -m deselection sees the items
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
-                                  items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
     from pytest_streamcheck._items import make_items
 
-    items.extend(make_items(session, state))
+    suite = make_items(session, state)
+    items.extend(suite)
+    # Report them as a collector would, so the "collected N items" line counts them.
+    config.hook.pytest_collectreport(
+        report=pytest.CollectReport("streamcheck", "passed", None, list(suite))
+    )
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    result = getattr(item, "result", None)
-    if result is not None and not getattr(item, "_streamcheck_reported", False):
-        if call.when == "call" or report.outcome != "passed":
-            from pytest_streamcheck._report import report_row
+    if STATE_KEY not in item.config.stash:
+        return report  # not a streamcheck run: change nothing
+    from pytest_streamcheck._items import CaseItem
 
-            state = item.config.stash[STATE_KEY]
-            setattr(report, REPORT_ATTR, report_row(result, state))
-            item._streamcheck_reported = True  # type: ignore[attr-defined]
+    result = item.result if isinstance(item, CaseItem) else None
+    if result is not None and call.when == "setup" and report.failed and call.excinfo:
+        # pytest renders setup errors as tracebacks; a case's ERROR has its own text.
+        report.longrepr = item.repr_failure(call.excinfo)
+    reported = getattr(item, "_streamcheck_reported", False)
+    if result is not None and not reported and (call.when == "call" or report.outcome != "passed"):
+        from pytest_streamcheck._report import report_row
+
+        state = item.config.stash[STATE_KEY]
+        setattr(report, REPORT_ATTR, report_row(result, state))
+        item._streamcheck_reported = True  # type: ignore[attr-defined]
     return report
 
 

@@ -10,7 +10,7 @@ SC-COMMIT-(2k-1) for GET and SC-COMMIT-2k for POST.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from conformance._case import Case, Level, Outcome, register
 from conformance._checks import all_of, answer, delivered_exactly, ended_with_done, ended_with_error
@@ -173,7 +173,7 @@ def _resume_applies(policy: ClientPolicy, transport: str) -> str | None:
 
 def _make(row: _Row, transport: Transport, case_id: str) -> Case:
     needs = frozenset({transport, "resume"} if row.resume else {transport})
-    return Case(
+    case = Case(
         id=case_id,
         title=row.title,
         level=Level.MUST,
@@ -183,8 +183,8 @@ def _make(row: _Row, transport: Transport, case_id: str) -> Case:
         check=row.check,
         transport=transport,
         needs=needs,  # type: ignore[arg-type]
-        **({"applies": _resume_applies} if row.resume else {}),
     )
+    return replace(case, applies=_resume_applies) if row.resume else case
 
 
 for _n, _row in enumerate(ROWS, start=1):

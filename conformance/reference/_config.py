@@ -136,7 +136,8 @@ class ClientPolicy:
     @classmethod
     def pipeline(cls) -> ClientPolicy:
         """The seed library's streaming pipeline: 2 retries of 500 ms exponential with
-        jitter, a failure-ratio breaker, a 10 s time-to-first-chunk timeout, 408 retried."""
+        jitter, a failure-ratio breaker, a 10 s time-to-first-chunk timeout, 408 retried,
+        and an idle timer reset by chunks only."""
         return cls(
             name="seed-pipeline",
             matrix=RetryMatrix(extra=frozenset({408})),
@@ -144,6 +145,7 @@ class ClientPolicy:
             breaker=BreakerConfig(kind="ratio", ratio=0.5, min_throughput=10, cooldown=5.0),
             max_attempts=3,
             first_chunk_timeout=10.0,
+            idle_rule="data",  # "reset a timer per chunk in your loop"
             resume=False,
         )
 

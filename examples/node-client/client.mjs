@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 
 import { parseStream } from './commands.mjs';
 import { DEFAULT_POLICY, normalizePolicy } from './policy.mjs';
-import { StreamingClient } from './streaming.mjs';
+import { ClientPool } from './pool.mjs';
 import { initTransport } from './transport.mjs';
 
 const PROTOCOL = 1;
@@ -55,7 +55,7 @@ function main(client) {
         return;
       }
       const id = String(cmd.stream);
-      if (client.calls.has(id)) {
+      if (client.has(id)) {
         log(`stream: ${id} is already open; command ignored`);
         return;
       }
@@ -110,6 +110,6 @@ function main(client) {
 process.stdout.on('error', () => process.exit(0));
 
 const transportReady = await initTransport();
-const client = new StreamingClient({ emit, policy: normalizePolicy(DEFAULT_POLICY).policy });
+const client = new ClientPool({ emit, policy: normalizePolicy(DEFAULT_POLICY).policy });
 if (!transportReady) log('undici Agent not found: connect_timeout is not enforced');
 main(client);

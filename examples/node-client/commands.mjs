@@ -27,7 +27,9 @@ export function parseStream(cmd) {
   if (body !== null && (typeof body !== 'object' || !('json' in body || 'multipart' in body))) {
     return { problem: 'body must be null, {"json": ...} or {"multipart": {...}}' };
   }
-  return { spec: { id: String(cmd.stream), url: cmd.url, method, headers, body, idempotent, cancelAfter } };
+  const client = cmd.client ?? 'default';
+  if (typeof client !== 'string') return { problem: `"client" must be a string, got ${JSON.stringify(client)}` };
+  return { spec: { id: String(cmd.stream), url: cmd.url, method, headers, body, idempotent, cancelAfter, client } };
 }
 
 function isString(v) {
