@@ -166,6 +166,9 @@ class Case:
     # it checks (e.g. no breaker while measuring backoff growth). A client that
     # cannot be configured cannot run such a case: UNSUPPORTED.
     tune: Callable[[ClientPolicy], ClientPolicy] | None = None
+    # True when the check holds for the untuned policy too (it reads its bounds from
+    # the policy): a client that cannot be configured then runs the profile as is.
+    tune_optional: bool = False
 
     @property
     def area(self) -> str:
@@ -224,7 +227,15 @@ def catalog_key(case_id: str) -> tuple[int, str, int]:
 
 
 _AREA_ORDER = (
-    "RETRY", "COMMIT", "BACKOFF", "BREAKER", "STALL", "OFFLINE", "CANCEL", "POST", "SSE",
+    "RETRY",
+    "COMMIT",
+    "BACKOFF",
+    "BREAKER",
+    "STALL",
+    "OFFLINE",
+    "CANCEL",
+    "POST",
+    "SSE",
 )
 
 

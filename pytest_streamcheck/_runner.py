@@ -230,9 +230,7 @@ class SuiteRunner:
         except HarnessError:
             raise
         except Exception as exc:
-            raise HarnessError(
-                f"the adapter failed while {doing}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise HarnessError(f"{doing} failed: {type(exc).__name__}: {exc}") from exc
 
     # -- profiles ------------------------------------------------------------------
     @property
@@ -259,7 +257,7 @@ class SuiteRunner:
             )
         assert profile is not None
         policy = profile.at(self.timing)
-        if case.tune is not None:
+        if case.tune is not None and "configurable" in self.info.capabilities:
             policy = case.tune(policy)
         try:
             outcome, evidence = self._play(case, policy)
@@ -291,7 +289,8 @@ class SuiteRunner:
         if profile is None:
             names = ", ".join(p.key for p in self.profiles)
             return f"no profile in this run covers {case.transport.upper()} ({names})"
-        if case.tune is not None and "configurable" not in self.info.capabilities:
+        configurable = "configurable" in self.info.capabilities
+        if case.tune is not None and not case.tune_optional and not configurable:
             return "the case runs a tuned policy and the client cannot be configured"
         reason = case.applies(profile.at(self.timing), case.transport)
         return f"not applicable to {profile.key}: {reason}" if reason else None

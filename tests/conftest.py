@@ -15,7 +15,7 @@ import pytest
 # imported inside one run is a new object in the next, and httpx would then fail
 # to map httpcore's exceptions. Importing the network stack here keeps it stable.
 import conformance.reference._client  # noqa: F401
-import pytest_streamcheck._exec  # noqa: F401
+import pytest_streamcheck._exec
 import pytest_streamcheck._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from test_client_support import make_client, wait_ledger
 
 from fake_servers import FakeServer, Stream, fixed
-from test_client_support import make_client, wait_ledger
 
 pytestmark = pytest.mark.asyncio
 

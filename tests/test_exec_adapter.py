@@ -125,6 +125,7 @@ def test_stream_command_maps_json_and_multipart_bodies() -> None:
         },
         "idempotent": False,
         "cancel_after": 3,
+        "client": "default",
     }
 
 

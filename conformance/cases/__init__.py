@@ -1,5 +1,5 @@
 """The catalog: importing this package registers every case, area by area."""
 
-from conformance.cases import commit, retry
+from conformance.cases import backoff, breaker, cancel, commit, offline, post, retry, sse, stall
 
-__all__ = ["commit", "retry"]
+__all__ = ["backoff", "breaker", "cancel", "commit", "offline", "post", "retry", "sse", "stall"]

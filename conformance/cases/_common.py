@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 from conformance._case import CaseContext, JsonBody, Play, StreamRequest
@@ -15,6 +16,7 @@ __all__ = [
     "one_stream",
     "request_for",
     "retry_budget",
+    "retrying_or_ended",
     "settle_time",
 ]
 
@@ -31,15 +33,15 @@ BASE_SLACK = 2.0
 def request_for(transport: Transport, **changes: object) -> StreamRequest:
     """The case's request: a GET stream, or a POST with a JSON body and an idempotency key."""
     if transport == "get":
-        return StreamRequest(PATH, "GET", **changes)  # type: ignore[arg-type]
-    return StreamRequest(
+        return replace(StreamRequest(PATH, "GET"), **changes)  # type: ignore[arg-type]
+    post = StreamRequest(
         PATH,
         "POST",
         headers=(("idempotency-key", "streamcheck-case"),),
         body=JsonBody({"prompt": "Make the headline bigger.", "stream": True}),
         idempotent=True,
-        **changes,  # type: ignore[arg-type]
     )
+    return replace(post, **changes)  # type: ignore[arg-type]
 
 
 def retry_budget(policy: ClientPolicy, retries: int, waits: float = 0.0) -> float:
@@ -56,6 +58,14 @@ def retry_budget(policy: ClientPolicy, retries: int, waits: float = 0.0) -> floa
 def settle_time(policy: ClientPolicy) -> float:
     """How long to keep watching after the outcome, so a wrongful retry can show up."""
     return max(0.1, 2 * policy.backoff.envelope(1)[1] + 0.05)
+
+
+def retrying_or_ended(ctx: CaseContext, stream: str = "s1") -> bool:
+    """The client announced a retry, or the stream ended: the first attempt has failed."""
+    return ctx.deliveries.ended(stream) or any(
+        d.kind == "state" and d.state == "retrying" and d.stream == stream
+        for d in ctx.deliveries.all()
+    )
 
 
 def one_stream(

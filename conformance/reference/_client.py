@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
+import ssl
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -393,7 +395,7 @@ class EventStream:
             await response.aclose()
 
     async def _read(self, response: httpx.Response, att: _Attempt) -> Failure | None:
-        decoder = SSEDecoder()
+        decoder = self._client.decoder_class()
         touch_bytes = self._client.policy.idle_rule == "bytes"
         buffer = self._buffer
         # httpx declares an AsyncIterator but returns a generator: close it with the read.
@@ -470,13 +472,14 @@ class EventStream:
         if att.settled or att.interrupt is not None:
             return
         health = "ok" if att.paused else att.watch.check(now())
-        if health == "dead":
-            self._interrupt(att, "stall")
-            return
-        if health == "stalled" and self._state is not State.STALLED:
+        # Surfaced before it is acted on, even when a late tick finds it dead at once.
+        if health != "ok" and self._state is not State.STALLED:
             self._before_stall = self._state
             idle = att.watch.idle(now())
             self._set_state(State.STALLED, f"no {self._client.policy.idle_rule} for {idle:.2f}s")
+        if health == "dead":
+            self._interrupt(att, "stall")
+            return
         att.tick = asyncio.get_running_loop().call_later(att.watch.interval, self._tick, att)
 
     def _interrupt(self, att: _Attempt, kind: FailureKind) -> None:
@@ -591,6 +594,13 @@ def _drop_replays(events: list[SSEEvent], att: _Attempt) -> list[SSEEvent]:
     return kept
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the CA bundle (~20 ms),
+    which adds up when an application (or the kit's herd) runs many clients."""
+    return httpx.create_ssl_context()
+
+
 def _is_event_stream(response: httpx.Response) -> bool:
     media = str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
     return media == "text/event-stream"
@@ -627,6 +637,9 @@ class StreamingClient:
     backoff decides. Call everything from the event loop's thread.
     """
 
+    # Each attempt's event-stream decoder; a seam for subclasses (the kit's zoo swaps it).
+    decoder_class: type[SSEDecoder] = SSEDecoder
+
     def __init__(
         self,
         policy: ClientPolicy | None = None,
@@ -651,6 +664,7 @@ class StreamingClient:
         self._http = http or httpx.AsyncClient(
             timeout=httpx.Timeout(None, connect=self.policy.connect_timeout),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
+            verify=_ssl_context(),
         )
         self._rng = rng or random.Random()
         self._on_state = on_state

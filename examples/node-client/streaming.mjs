@@ -73,6 +73,10 @@ export class StreamingClient {
   offline() {
     this.isOffline = true;
     for (const call of this.calls.values()) call.wentOffline();
+    // undici reconnects after an aborted in-flight request; a fresh dispatcher means
+    // nothing connects while offline.
+    this.dispatcher?.destroy?.().catch(() => {});
+    this.dispatcher = makeDispatcher(this.policy.connect_timeout);
   }
 
   /** The browser's `online` event: the failures were the network's, so start afresh at once. */
@@ -262,11 +266,13 @@ class Call {
   checkIdle(controller, progress) {
     const idle = clock() - progress.lastActivity;
     const what = this.policy.idle_rule === 'data' ? 'data' : 'byte';
-    if (idle > this.policy.stall_timeout) {
-      controller.abort({ kind: 'stall', detail: `no ${what} for ${idle.toFixed(3)} s` });
-    } else if (idle >= this.policy.stall_check_interval && !progress.stalledShown) {
+    // Surfaced before it is acted on, even when a late check finds it dead at once.
+    if (idle >= this.policy.stall_check_interval && !progress.stalledShown) {
       progress.stalledShown = true;
       this.state('stalled', { detail: `no ${what} for ${idle.toFixed(3)} s` });
+    }
+    if (idle > this.policy.stall_timeout) {
+      controller.abort({ kind: 'stall', detail: `no ${what} for ${idle.toFixed(3)} s` });
     }
   }
 

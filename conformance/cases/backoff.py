@@ -1,0 +1,783 @@
+"""SC-BACKOFF: exponential backoff with jitter, caps that widen, and the thundering herd.
+
+Row k gets SC-BACKOFF-(2k-1) for GET and SC-BACKOFF-2k for POST; the herd row is
+GET only (the seed's herd is EventSource connections), so SC-BACKOFF-12 is reserved.
+
+How waits are measured (docs/timing-backoff.md has every tolerance and probability):
+a client cannot see a failure before the server starts to answer it, so the time
+from the failed request's arrival (plus any scripted hold) to the next arrival is a
+ceiling on how long the client waited. Lower bounds compare that ceiling with the
+envelope and need no slack. Upper bounds use the gap from the end of the failed
+attempt, which adds the client's reaction and reconnection, and a stated slack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from conformance._case import Case, CaseContext, Level, Outcome, StreamRequest, register
+from conformance._checks import UPPER_BOUND_SLACK, all_of, ended_with_done
+from conformance._evidence import Evidence
+from conformance.cases._common import Transport, one_stream, request_for, retry_budget
+from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
+from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream
+
+__all__ = [
+    "Wait",
+    "envelope_outcome",
+    "first_delay_range",
+    "herd_limit",
+    "herd_outcome",
+    "jitter_outcome",
+    "range_probability",
+    "scan_bound",
+    "scan_max",
+    "wait_between",
+]
+
+SEED = "seeds/000 §Exponential Backoff Is Table Stakes. Jitter Is What Saves You."
+RETRY_AFTER = "RFC 9110 §10.2.3 (Retry-After); seeds/000 §The Retryable-Error Matrix (429, 503)"
+EVENTS = 3
+ROOT = "/v1/backoff"
+
+# Upper bound for one client alone on the kit (no herd): its reaction and
+# reconnection measured at most ~25 ms on a loaded machine; 0.1 s is four times that.
+QUIET_SLACK = 0.1
+# Jitter statistics over JITTER_CLIENTS first retries, one per independent client.
+# The users arrive JITTER_STAGGER apart so their failures do not queue up behind
+# each other; the policy is tuned so the first delay's jitter range is JITTER_SPAN
+# wide. Some delay must reach the top JITTER_EDGE of the range (judged on the
+# ceiling: noise cannot fake it) and some the bottom JITTER_FLOOR (judged on the
+# measured gap, which noise only lengthens, hence the generous floor); at most
+# JITTER_OUTLIERS of them may pass the range's end by more than JITTER_SLACK.
+JITTER_CLIENTS = 50
+JITTER_STAGGER = 0.003
+JITTER_SPAN = 0.15
+JITTER_EDGE = 0.3
+JITTER_FLOOR = 0.5
+JITTER_SLACK = 0.06
+JITTER_OUTLIERS = 0.1
+# The herd: HERD_CLIENTS lose their streams at one instant. Their reconnects must
+# spread over HERD_RANGE of the jitter span, and no window of HERD_WINDOW x the span
+# may hold more of them than uniform jitter would put there with probability
+# HERD_RISK. The span is large against the ~0.1-0.2 s the kit needs to take in 50
+# simultaneous connections (which spreads even a herd in lockstep that much).
+HERD_CLIENTS = 50
+HERD_SPAN = 0.4
+HERD_RANGE = 0.6
+HERD_WINDOW = 0.2
+HERD_RISK = 1e-7
+HERD_HOLD = 0.05  # reconnects are answered late: answering them does not delay arrivals
+PER_CLIENT = 0.05  # deadline allowance per client for setting it up on a busy machine
+
+
+# -- measuring waits ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How long a client waited between a failed attempt and the next one.
+
+    ``ceiling``: the next arrival minus the failed request's arrival and any hold the
+    script put before the answer; the client cannot have waited longer (it saw the
+    failure no earlier). ``measured``: the next arrival minus the end of the failed
+    attempt; the wait plus the client's reaction and reconnection.
+    """
+
+    ceiling: float
+    measured: float
+
+
+def wait_between(prev: Attempt, nxt: Attempt, held: float = 0.0) -> Wait:
+    """The wait before ``nxt``, bounded from the server's records of ``prev``.
+
+    Args:
+        prev: The failed attempt.
+        nxt: The attempt after it.
+        held: Seconds the script held ``prev``'s answer back (``Respond.delay``).
+
+    Returns:
+        The ceiling and the measured gap, in seconds.
+    """
+    end = prev.ended_at if prev.ended_at is not None else prev.arrived_at
+    return Wait(nxt.arrived_at - prev.arrived_at - held, nxt.arrived_at - end)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _window(low: float, high: float) -> str:
+    return f"{_ms(low)}-{_ms(high)}"
+
+
+def _bounded(wait: Wait, low: float, high: float, slack: float) -> bool:
+    return wait.ceiling >= low and wait.measured <= high + slack
+
+
+def _describe(n: int, wait: Wait, low: float, high: float) -> str:
+    return (
+        f"retry {n}: waited {_ms(wait.measured)} (at most {_ms(wait.ceiling)}), "
+        f"envelope {_window(low, high)}"
+    )
+
+
+def envelope_outcome(
+    attempts: Sequence[Attempt],
+    backoff: BackoffConfig,
+    retries: int,
+    slack: float = UPPER_BOUND_SLACK,
+    first: int = 1,
+) -> Outcome:
+    """Each of ``retries`` retries waited within the envelope of its retry number.
+
+    Args:
+        attempts: One stream's attempts in order: ``retries`` failures, then the last.
+        backoff: The claimed backoff (its envelopes).
+        retries: How many retries the script forced.
+        slack: Allowed excess over an envelope's upper end.
+        first: The retry number of the first retry.
+
+    Returns:
+        The outcome; its details list every retry's wait against its envelope.
+    """
+    want = (
+        f"{retries} retries, each waiting within its envelope (lower end strict, "
+        f"upper end + {_ms(slack)})"
+    )
+    rows: list[str] = []
+    bad: list[str] = []
+    for i in range(1, min(len(attempts), retries + 1)):
+        n = first + i - 1
+        low, high = backoff.envelope(n)
+        wait = wait_between(attempts[i - 1], attempts[i])
+        row = _describe(n, wait, low, high)
+        rows.append(row)
+        if not _bounded(wait, low, high, slack):
+            bad.append(row)
+    if len(attempts) < retries + 1:
+        n = first + len(attempts) - 1
+        bad.append(f"retry {n} never came (envelope {_window(*backoff.envelope(n))})")
+    if bad:
+        return Outcome.failed(want, bad[0], *rows, *bad[1:])
+    return Outcome(True, want, f"{retries} retries within their envelopes", tuple(rows))
+
+
+# -- statistics ------------------------------------------------------------------------
+
+
+def first_delay_range(backoff: BackoffConfig) -> tuple[float, float]:
+    """The interval the first retry's delay is declared uniform on.
+
+    The seed's, full and equal jitter draw uniformly over the first envelope;
+    decorrelated jitter draws from ``[base, 3 * base]`` (clipped by the cap).
+    """
+    if backoff.family == "decorrelated":
+        return backoff.base, min(3 * backoff.base, backoff.cap(1))
+    return backoff.envelope(1)
+
+
+def _jitter_applies(policy: ClientPolicy, transport: str) -> str | None:
+    b = policy.backoff
+    low, high = first_delay_range(b)
+    if high <= low:
+        return "the profile declares no jitter"
+    if b.family == "decorrelated" and b.cap(1) < 3 * b.base:
+        return "the first cap clips decorrelated jitter: its first delay is not uniform"
+    if policy.max_attempts is not None and policy.max_attempts < 2:
+        return "the profile never retries"
+    return None
+
+
+def scan_max(times: Sequence[float], width: float) -> int:
+    """The largest number of ``times`` inside any window ``[t, t + width)``."""
+    ordered = sorted(times)
+    best = 0
+    j = 0
+    for i, start in enumerate(ordered):
+        j = max(j, i)
+        while j < len(ordered) and ordered[j] < start + width:
+            j += 1
+        best = max(best, j - i)
+    return best
+
+
+def _binomial_tail(n: int, p: float, k: int) -> float:
+    """P(Binomial(n, p) >= k)."""
+    if k <= 0:
+        return 1.0
+    p = min(max(p, 0.0), 1.0)
+    return sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1))
+
+
+def scan_bound(n: int, width: float, k: int) -> float:
+    """An upper bound on P(some window of ``width`` holds >= ``k`` of ``n`` uniform points).
+
+    The points are uniform on [0, 1]. Every window of ``width`` lies inside one of
+    the grid windows ``[j * h, j * h + width + h)`` with ``h = width / m``, so the
+    probability is at most their number times a binomial tail; the best ``m`` wins.
+    """
+    best = 1.0
+    for m in range(1, 65):
+        step = width / m
+        windows = math.floor((1 - width) / step) + 2
+        best = min(best, windows * _binomial_tail(n, width + step, k))
+    return best
+
+
+@functools.cache
+def herd_limit(n: int, width: float, risk: float = HERD_RISK) -> int:
+    """The smallest ``k`` whose ``scan_bound`` is below ``risk``."""
+    return next(k for k in range(1, n + 2) if k > n or scan_bound(n, width, k) < risk)
+
+
+def jitter_outcome(
+    samples: Sequence[Wait], spread: tuple[float, float], slack: float = JITTER_SLACK
+) -> Outcome:
+    """The delays fill their declared jitter range, and do not overshoot it.
+
+    With ``u`` a delay's position in ``spread`` (0 at its start, 1 at its end):
+    some ceiling reaches ``u >= 1 - JITTER_EDGE``; some measured gap reaches
+    ``u <= JITTER_FLOOR``; at most ``JITTER_OUTLIERS`` of the measured gaps lie
+    beyond ``spread`` by more than ``slack``.
+
+    Args:
+        samples: One first-retry wait per independent client.
+        spread: The range the first delay is declared uniform on.
+        slack: Allowance for scheduling noise beyond the range's end.
+
+    Returns:
+        The outcome, with the sample's summary.
+    """
+    low, high = spread
+    span = high - low
+    n = len(samples)
+    top = max((w.ceiling - low) / span for w in samples)
+    bottom = min((w.measured - low) / span for w in samples)
+    over = sum(1 for w in samples if w.measured > high + slack)
+    allowed = math.floor(JITTER_OUTLIERS * n)
+    want = (
+        f"{n} first delays spread over {_window(low, high)}: some in its top "
+        f"{JITTER_EDGE:.0%}, some in its bottom {JITTER_FLOOR:.0%}, at most {allowed} "
+        f"beyond it by more than {_ms(slack)}"
+    )
+    observed = (
+        f"highest at {top:.2f} of the span (ceiling), lowest at {bottom:.2f}, "
+        f"{over} beyond {_ms(high + slack)}"
+    )
+    details = (f"waits (ms): {', '.join(f'{w.measured * 1000:.0f}' for w in samples)}",)
+    if top < 1 - JITTER_EDGE:
+        return Outcome.failed(want, f"no delay reached the top of the range: {observed}", *details)
+    if bottom > JITTER_FLOOR:
+        return Outcome.failed(want, f"no delay near the bottom of the range: {observed}", *details)
+    if over > allowed:
+        return Outcome.failed(want, f"delays overshoot the declared jitter: {observed}", *details)
+    return Outcome(True, want, observed, details)
+
+
+def range_probability(n: int, share: float) -> float:
+    """P(``n`` uniform points on [0, 1] all fall within some interval of length ``share``)."""
+    return n * share ** (n - 1) - (n - 1) * share**n
+
+
+def herd_outcome(
+    arrivals: Sequence[float], clients: int, spread: tuple[float, float], cut: float
+) -> Outcome:
+    """The herd's reconnects are spread out: over most of the declared range, and no
+    window holds more of them than uniform jitter would put there.
+
+    Args:
+        arrivals: When each client's reconnect reached the server.
+        clients: How many clients lost their stream.
+        spread: The range each first delay is declared uniform on.
+        cut: When the streams were cut (for the report).
+
+    Returns:
+        The outcome, with the reconnects' spread and busiest window against the limits.
+    """
+    span = spread[1] - spread[0]
+    width = HERD_WINDOW * span
+    limit = herd_limit(clients, HERD_WINDOW)
+    want = (
+        f"all {clients} clients reconnect, spread over at least {_ms(HERD_RANGE * span)} "
+        f"and at most {limit - 1} of them in any {_ms(width)} (for uniform jitter over "
+        f"{_ms(span)} either fails with p < {HERD_RISK:g})"
+    )
+    if len(arrivals) < clients:
+        return Outcome.failed(want, f"{len(arrivals)} of {clients} clients reconnected")
+    busiest = scan_max(arrivals, width)
+    after = sorted(t - cut for t in arrivals)
+    observed = (
+        f"reconnects from {_ms(after[0])} to {_ms(after[-1])} after the cut, at most "
+        f"{busiest} in any {_ms(width)}"
+    )
+    details = (f"reconnects after the cut (ms): {', '.join(f'{t * 1000:.0f}' for t in after)}",)
+    if after[-1] - after[0] < HERD_RANGE * span or busiest >= limit:
+        return Outcome.failed(want, f"bunched: {observed}", *details)
+    return Outcome(True, want, observed, details)
+
+
+# -- tuning ------------------------------------------------------------------------------
+
+
+def _quiet(policy: ClientPolicy) -> ClientPolicy:
+    """Only the backoff acts: no breaker (five failures would open it and add its
+    cooldown), no first-chunk or stall timer on the deliberately silent streams."""
+    return replace(
+        policy,
+        breaker=BreakerConfig(kind="none"),
+        first_chunk_timeout=None,
+        stall_timeout=policy.stall_timeout * 10,
+        stall_check_interval=policy.stall_check_interval * 10,
+    )
+
+
+def _scaled(policy: ClientPolicy, factor: float) -> ClientPolicy:
+    """Every backoff duration times ``factor``: ratios, jitter share and attempt
+    thresholds (the relations the checks judge) stay as the profile declares."""
+    b = policy.backoff
+    caps = tuple((n, c * factor) for n, c in b.caps)
+    return replace(policy, backoff=replace(b, base=b.base * factor, caps=caps))
+
+
+def _span_tune(target: float) -> Callable[[ClientPolicy], ClientPolicy]:
+    """Scale the backoff so the first delay's jitter range is ``target`` seconds wide,
+    large against scheduling noise."""
+
+    def tune(policy: ClientPolicy) -> ClientPolicy:
+        low, high = first_delay_range(policy.backoff)
+        factor = target / (high - low) if high > low else 1.0
+        return _quiet(_scaled(policy, factor))
+
+    return tune
+
+
+# -- row 1: every delay inside its envelope ------------------------------------------------
+
+ENVELOPE_RETRIES = 5  # reaches the first cap at the seed's numbers
+
+
+def _envelope_retries(policy: ClientPolicy) -> int:
+    limit = policy.max_attempts
+    return ENVELOPE_RETRIES if limit is None else min(ENVELOPE_RETRIES, limit - 1)
+
+
+def _failures(count: int) -> list[Step]:
+    return [*([Respond(status=503)] * count), Stream(events=EVENTS)]
+
+
+async def _play_envelope(ctx: CaseContext) -> None:
+    retries = _envelope_retries(ctx.policy)
+    await one_stream(lambda p: _failures(retries), retries=retries)(ctx)
+
+
+def _check_envelope(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    retries = _envelope_retries(policy)
+    return all_of(envelope_outcome(ev.attempts, policy.backoff, retries), ended_with_done(ev))
+
+
+def _envelope(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="Each retry waits within its attempt's envelope",
+        level=Level.MUST,
+        requirement=(
+            "A client MUST wait before retry n at least the capped exponential delay "
+            "min(base * 2^(n-1), cap(n)) and at most that plus its declared jitter."
+        ),
+        source=SEED,
+        play=_play_envelope,
+        check=_check_envelope,
+        applies=lambda p, t: None if _envelope_retries(p) >= 1 else "the profile never retries",
+        tune=_quiet,
+    )
+
+
+# -- row 2: exponential growth to caps that widen ----------------------------------------------
+
+# The backoff runs at half the test timing, and faster still when its widest cap is
+# above CAPS_LAST, so twelve attempts stay quick. At these numbers the last caps'
+# lower ends (50 ms EventSource, 300 ms fetch) stand well clear of the first cap's
+# upper end (30 ms, 15 ms), and an uncapped delay passes the envelope plus
+# UPPER_BOUND_SLACK by retry 11 (by retry 10 at EventSource's numbers).
+CAPS_SCALE = 0.5
+CAPS_LAST = 0.3
+
+
+def _caps_retries(policy: ClientPolicy) -> int:
+    """Enough retries that the last one is under the widest cap."""
+    return max(first for first, _ in policy.backoff.caps)
+
+
+def _caps_applies(policy: ClientPolicy, transport: str) -> str | None:
+    if len(policy.backoff.caps) < 2:
+        return "the profile's cap does not change with the attempt count"
+    limit = policy.max_attempts
+    if limit is not None and limit <= _caps_retries(policy):
+        return f"the profile stops after {limit} attempts, before its last cap"
+    return None
+
+
+def _caps_tune(policy: ClientPolicy) -> ClientPolicy:
+    widest = max(c for _, c in policy.backoff.caps)
+    return _quiet(_scaled(policy, min(CAPS_SCALE, CAPS_LAST / widest)))
+
+
+async def _play_caps(ctx: CaseContext) -> None:
+    retries = _caps_retries(ctx.policy)
+    await one_stream(lambda p: _failures(retries), retries=retries)(ctx)
+
+
+def _check_caps(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    retries = _caps_retries(policy)
+    caps = ", ".join(f"{_ms(c)} from retry {n}" for n, c in policy.backoff.caps)
+    outcome = envelope_outcome(ev.attempts, policy.backoff, retries)
+    outcome = replace(outcome, expected=f"{outcome.expected}; caps {caps}")
+    return all_of(outcome, ended_with_done(ev))
+
+
+def _caps(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="Delays grow exponentially up to a cap that widens with the attempts",
+        level=Level.MUST,
+        requirement=(
+            "A client MUST double its delay with every retry up to the cap, and MUST widen "
+            "the cap as its profile says (seeds: 2 s, then 3 s after 5 attempts, then 5 s "
+            "for EventSource or 60 s for fetch after 10)."
+        ),
+        source=SEED + " (progressive caps)",
+        play=_play_caps,
+        check=_check_caps,
+        applies=_caps_applies,
+        tune=_caps_tune,
+    )
+
+
+# -- row 3: the count starts over after a success -----------------------------------------
+
+RESET_FAILURES = 2  # failures of the first stream, before it succeeds
+RESET_GAP = 0.15  # tuned: retry 3's envelope starts this far above retry 1's end
+RESET_PATHS = (f"{ROOT}/first", f"{ROOT}/second")
+RESET_CLIENT = "returning-user"
+
+
+def _reset_applies(policy: ClientPolicy, transport: str) -> str | None:
+    b = policy.backoff
+    if b.envelope(3)[0] <= b.envelope(1)[1]:
+        return "the profile's envelopes for retries 1 and 3 overlap"
+    limit = policy.max_attempts
+    if limit is not None and limit <= RESET_FAILURES:
+        return f"the profile stops after {limit} attempts"
+    return None
+
+
+def _reset_tune(policy: ClientPolicy) -> ClientPolicy:
+    b = policy.backoff
+    distance = b.envelope(3)[0] - b.envelope(1)[1]
+    factor = RESET_GAP / distance if distance > 0 else 1.0
+    return _quiet(_scaled(policy, factor))
+
+
+async def _play_reset(ctx: CaseContext) -> None:
+    seed = ctx.server.scenario.seed
+    first, second = RESET_PATHS
+    ctx.server.load(
+        Scenario(
+            endpoints=(
+                Endpoint(first, tuple(_failures(RESET_FAILURES))),
+                Endpoint(second, tuple(_failures(1))),
+            ),
+            seed=seed,
+        )
+    )
+    for n, (path, failures) in enumerate(((first, RESET_FAILURES), (second, 1)), start=1):
+        ctx.start(_request(ctx.transport, path, f"s{n}", RESET_CLIENT))
+        await ctx.wait_ended(f"s{n}", retry_budget(ctx.policy, failures))
+
+
+def _request(transport: Transport, path: str, stream: str, client: str) -> StreamRequest:
+    return replace(request_for(transport, stream=stream, client=client), path=path)
+
+
+def _check_reset(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    first, second = (tuple(a for a in ev.attempts if a.path == p) for p in RESET_PATHS)
+    low, high = policy.backoff.envelope(1)
+    want = (
+        f"after a stream that needed {RESET_FAILURES} retries completed, the next stream's "
+        f"first retry waits within retry 1's envelope {_window(low, high)} "
+        f"(+ {_ms(QUIET_SLACK)})"
+    )
+    setup = all_of(ended_with_done(ev, "s1"), ended_with_done(ev, "s2"))
+    if not setup.ok:
+        return replace(setup, expected=want)
+    if len(first) != RESET_FAILURES + 1 or len(second) != 2:
+        return Outcome.failed(want, f"{len(first)} and {len(second)} attempts on the two streams")
+    wait = wait_between(second[0], second[1])
+    row = _describe(1, wait, low, high)
+    if _bounded(wait, low, high, QUIET_SLACK):
+        return Outcome(True, want, row)
+    earlier = [
+        _describe(n, wait_between(first[n - 1], first[n]), *policy.backoff.envelope(n))
+        for n in range(1, len(first))
+    ]
+    return Outcome.failed(want, row, "the first stream:", *earlier)
+
+
+def _reset(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="The attempt count starts over after a successful stream",
+        level=Level.MUST,
+        requirement=(
+            "After a stream completes, a client MUST count attempts from 1 again: the "
+            "first retry of a later failure waits within retry 1's envelope."
+        ),
+        source=SEED + " (getReconnectDelay(attempt)); seeds/000 §Network-Aware "
+        '("reconnectAttempts = 0") and §Circuit Breakers ("If the once works, reset the '
+        'counter")',
+        play=_play_reset,
+        check=_check_reset,
+        applies=_reset_applies,
+        tune=_reset_tune,
+    )
+
+
+# -- row 4: Retry-After longer than the backoff -------------------------------------------------
+
+HINT = 0.1  # seconds, at least; always twice retry 2's envelope end or more
+
+
+def _hint(policy: ClientPolicy) -> float:
+    return math.ceil(max(HINT, 2 * policy.backoff.envelope(2)[1]) * 1000) / 1000
+
+
+def _hint_applies(policy: ClientPolicy, transport: str) -> str | None:
+    if not policy.retry_after:
+        return "the profile does not honour Retry-After"
+    if policy.retry_after_cap < _hint(policy):
+        return f"the profile caps Retry-After below {_ms(_hint(policy))}"
+    if policy.max_attempts is not None and policy.max_attempts < 3:
+        return "the profile stops before a third attempt"
+    return None
+
+
+def _hint_steps(policy: ClientPolicy) -> list[Step]:
+    millis = str(round(_hint(policy) * 1000))
+    hinted = Respond(status=429, headers=(("retry-after-ms", millis),))
+    return [Respond(status=503), hinted, Stream(events=EVENTS)]
+
+
+def _check_hint(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    hint = _hint(policy)
+    backoff = policy.backoff.envelope(2)
+    want = (
+        f"retry 2 waits at least the server's {_ms(hint)} hint, longer than its backoff "
+        f"({_window(*backoff)})"
+    )
+    if len(ev.attempts) < 3:
+        return Outcome.failed(want, f"{len(ev.attempts)} attempt(s)")
+    wait = wait_between(ev.attempts[1], ev.attempts[2])
+    seen = f"waited {_ms(wait.measured)} (at most {_ms(wait.ceiling)})"
+    waited = Outcome.passed(want, seen) if wait.ceiling >= hint else Outcome.failed(want, seen)
+    return all_of(waited, ended_with_done(ev))
+
+
+def _retry_after(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="A Retry-After longer than the backoff is waited out",
+        level=Level.MUST,
+        requirement=(
+            "When a 429 or 503 carries a retry hint longer than the computed backoff, a "
+            "client MUST wait at least the hint (up to its profile's cap) before retrying."
+        ),
+        source=RETRY_AFTER,
+        play=lambda ctx: one_stream(_hint_steps, retries=2, waits=_hint)(ctx),
+        check=_check_hint,
+        applies=_hint_applies,
+    )
+
+
+# -- row 5: jitter spread as declared --------------------------------------------------------
+
+
+def _jitter_path(i: int) -> str:
+    return f"{ROOT}/jitter/{i}"
+
+
+async def _play_jitter(ctx: CaseContext) -> None:
+    clients = range(JITTER_CLIENTS)
+    endpoints = tuple(
+        Endpoint(_jitter_path(i), (Respond(status=503), Stream(events=1))) for i in clients
+    )
+    ctx.server.load(Scenario(endpoints=endpoints, seed=ctx.server.scenario.seed))
+    with _steady_collector():
+        for i in clients:
+            ctx.start(_request(ctx.transport, _jitter_path(i), f"j{i}", f"jitter-{i}"))
+            # Users arrive one by one, so their failures do not queue up behind each
+            # other (nor behind building the next client) before the retry timers start.
+            await ctx.hold(JITTER_STAGGER)
+        budget = retry_budget(ctx.policy, 1, JITTER_CLIENTS * PER_CLIENT)
+        await ctx.wait_until(_all_ended(ctx, [f"j{i}" for i in clients]), budget)
+
+
+def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
+    """A cheap predicate: polled every few milliseconds on the client's own event loop,
+    it must not scan the deliveries once per stream."""
+    waiting = set(streams)
+
+    def done() -> bool:
+        ends = ctx.deliveries.all()
+        waiting.difference_update(d.stream for d in ends if d.kind in ("done", "error"))
+        return not waiting
+
+    return done
+
+
+@contextlib.contextmanager
+def _steady_collector() -> Iterator[None]:
+    """Keep the kit's own garbage collector from pausing every thread mid-measurement.
+
+    A full collection of a large test process takes tens of milliseconds and holds
+    the GIL: the server would stamp every arrival due in that pause late, together.
+    Freezing the existing objects leaves only the measurement's own to collect.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    samples: list[Wait] = []
+    missing = 0
+    for i in range(JITTER_CLIENTS):
+        attempts = [a for a in ev.attempts if a.path == _jitter_path(i)]
+        if len(attempts) < 2:
+            missing += 1
+            continue
+        samples.append(wait_between(attempts[0], attempts[1]))
+    if missing:
+        return Outcome.failed(
+            f"all {JITTER_CLIENTS} clients retry once after a 503",
+            f"{missing} client(s) did not retry within the deadline",
+        )
+    return jitter_outcome(samples, first_delay_range(policy.backoff))
+
+
+def _jitter(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title="Jitter spreads the delays over the declared range",
+        level=Level.MUST,
+        requirement=(
+            "A client MUST add the jitter its profile declares to every delay (the seed: "
+            "a uniform 0-50 % on top of the exponential): delays cover the declared range "
+            "and stay inside it."
+        ),
+        source=SEED,
+        play=_play_jitter,
+        check=_check_jitter,
+        applies=_jitter_applies,
+        tune=_span_tune(JITTER_SPAN),
+    )
+
+
+# -- row 6: the thundering herd ---------------------------------------------------------------
+
+
+def _herd_path(i: int) -> str:
+    return f"{ROOT}/herd/{i}"
+
+
+async def _play_herd(ctx: CaseContext) -> None:
+    silent = Stream(events=0, stall=Stall(after=0, seconds=None))
+    endpoints = tuple(
+        Endpoint(_herd_path(i), (silent, Stream(events=1, delay=HERD_HOLD)))
+        for i in range(HERD_CLIENTS)
+    )
+    ctx.server.load(Scenario(endpoints=endpoints, seed=ctx.server.scenario.seed))
+    for i in range(HERD_CLIENTS):
+        ctx.start(_request(ctx.transport, _herd_path(i), f"h{i}", f"user-{i}"))
+    connect = retry_budget(ctx.policy, 0, HERD_CLIENTS * PER_CLIENT)
+    connected = await ctx.wait_until(
+        lambda: sum(1 for a in ctx.ledger.attempts() if a.headers_at) >= HERD_CLIENTS, connect
+    )
+    if not connected:
+        return
+    streams = [f"h{i}" for i in range(HERD_CLIENTS)]
+    budget = retry_budget(ctx.policy, 1, HERD_CLIENTS * PER_CLIENT)
+    with _steady_collector():
+        # The wifi router restarts: every connection drops at once, and it is back at once.
+        ctx.proxy.offline()
+        ctx.proxy.online()
+        await ctx.wait_until(_all_ended(ctx, streams), budget)
+
+
+def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
+    paths = {_herd_path(i) for i in range(HERD_CLIENTS)}
+    arrivals = [a.arrived_at for a in ev.attempts if a.path in paths and a.number == 2]
+    if len(cuts) < HERD_CLIENTS:
+        return Outcome.failed(
+            f"{HERD_CLIENTS} streams open when the network drops",
+            f"{len(cuts)} stream(s) were open when the proxy dropped them (the herd did "
+            "not form before its deadline)",
+        )
+    return herd_outcome(arrivals, HERD_CLIENTS, first_delay_range(policy.backoff), min(cuts))
+
+
+def _herd(transport: Transport) -> Case:
+    return Case(
+        id="",
+        title=f"A herd of {HERD_CLIENTS} clients that lose their streams at once reconnects "
+        "spread out",
+        level=Level.MUST,
+        requirement=(
+            "Clients that lose their streams at the same instant MUST NOT reconnect in "
+            "lockstep: each draws its own jitter, so the reconnects reach the server spread "
+            "over the declared range."
+        ),
+        source=SEED + " (the thundering herd)",
+        play=_play_herd,
+        check=_check_herd,
+        applies=_jitter_applies,
+        tune=_span_tune(HERD_SPAN),
+    )
+
+
+# -- registration --------------------------------------------------------------------------------
+
+ROWS: list[tuple[Callable[[Transport], Case], tuple[Transport, ...]]] = [
+    (_envelope, ("get", "post")),
+    (_caps, ("get", "post")),
+    (_reset, ("get", "post")),
+    (_retry_after, ("get", "post")),
+    (_jitter, ("get", "post")),
+    (_herd, ("get",)),
+]
+
+
+def _register(row: int, make: Callable[[Transport], Case], transports: Sequence[Transport]) -> None:
+    for transport in transports:
+        number = 2 * row - (1 if transport == "get" else 0)
+        case = make(transport)
+        register(
+            replace(
+                case,
+                id=f"SC-BACKOFF-{number}",
+                transport=transport,
+                needs=case.needs | {transport},
+            )
+        )
+
+
+for _row, (_make, _transports) in enumerate(ROWS, start=1):
+    _register(_row, _make, _transports)

@@ -1,0 +1,657 @@
+"""SC-BREAKER: the circuit breaker.
+
+The seed article's breaker (the seed profiles) opens after ``threshold``
+consecutive failures, stays open for ``cooldown``, then lets exactly one probe
+through: its success closes the circuit, its failure re-opens it. The seed
+library's breaker (the pipeline profile) opens on a failure ratio over a sliding
+window once a minimum number of calls was seen. Both count only failures before
+the first chunk. Each case applies to the breaker kind it is about.
+
+Whether the breaker is open is seen two ways: on the ledger (no request reaches
+the server: a strict lower bound on a gap) and through a canary, a new stream on
+another path of the same client that must fail fast (``circuit_open``, no
+request) or reach the server. A canary starts only once the client provably
+booked the failures before it: the stream that failed made its next request, or
+ended. Row k gets SC-BREAKER-(2k-1) for GET and SC-BREAKER-2k for POST. The
+timing of every check is explained in docs/timing-breaker.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from conformance._case import (
+    Case,
+    CaseContext,
+    Check,
+    Level,
+    Outcome,
+    Play,
+    StreamRequest,
+    register,
+)
+from conformance._checks import (
+    LOWER_BOUND_SLACK,
+    UPPER_BOUND_SLACK,
+    all_of,
+    answer,
+    delivered_exactly,
+    ended_with_done,
+    ended_with_error,
+    http_attempts,
+)
+from conformance._evidence import Evidence
+from conformance.cases._common import (
+    BASE_SLACK,
+    PATH,
+    PER_ATTEMPT_SLACK,
+    Transport,
+    one_stream,
+    request_for,
+    retry_budget,
+)
+from conformance.reference._config import ClientPolicy
+from fake_servers import Attempt, Respond, Stall, Step, Stream
+
+__all__: list[str] = []
+
+SEED = "seeds/000 §Circuit Breakers, Not Just Retries"
+LIBRARY = "seeds/002 §Streaming responses (circuit breaker: failureRatio, minimumThroughput)"
+MIDSTREAM = 'seeds/002 §Streaming responses ("Mid-stream errors are not counted")'
+EVENTS = 3
+OTHER = PATH + "/other"  # a second stream of the same client (same breaker)
+CANARY = PATH + "/canary"
+FAST_COOLDOWN = 0.25  # the tuned cooldown of the cases that must wait one out
+WAITERS = 10  # streams waiting on one breaker for its half-open probe
+WAVE_DELAY = 0.1  # the waiters' answers are this late: all of them are in flight first
+STEADY_COOLDOWN = 2 * UPPER_BOUND_SLACK  # a canary surely starts within it
+STEADY_WINDOW = 30.0  # the seed library's real window: a whole scenario fits in one
+
+
+# -- scripts and requests ----------------------------------------------------------------
+
+
+def _fail() -> Respond:
+    return Respond(status=503)
+
+
+def _ok() -> Stream:
+    return Stream(events=EVENTS)
+
+
+def _hang() -> Stream:
+    """Headers, then silence until the client leaves: an attempt with no outcome yet."""
+    return Stream(events=EVENTS, stall=Stall(after=0, seconds=None))
+
+
+def _request(ctx: CaseContext, stream: str, path: str) -> StreamRequest:
+    return replace(request_for(ctx.transport, stream=stream), path=path)
+
+
+# -- policy variants and applicability ---------------------------------------------------
+
+
+def _fast(policy: ClientPolicy) -> ClientPolicy:
+    """The cooldown at FAST_COOLDOWN and the backoff scaled by the same factor: every
+    ratio between the cooldown and the backoff delays stays the profile's."""
+    factor = min(1.0, FAST_COOLDOWN / policy.breaker.cooldown)
+    b = policy.backoff
+    return replace(
+        policy,
+        breaker=replace(policy.breaker, cooldown=policy.breaker.cooldown * factor),
+        backoff=replace(b, base=b.base * factor, caps=tuple((n, c * factor) for n, c in b.caps)),
+    )
+
+
+def _fast_single(policy: ClientPolicy) -> ClientPolicy:
+    """``_fast`` with a threshold of 1: the first failure booked trips the breaker, so every
+    retry provably follows the trip (the single-probe rule does not depend on K)."""
+    fast = _fast(policy)
+    return replace(fast, breaker=replace(fast.breaker, threshold=1))
+
+
+def _steady_cooldown(policy: ClientPolicy) -> ClientPolicy:
+    """A cooldown of at least STEADY_COOLDOWN, so a canary surely meets an open breaker."""
+    cooldown = max(policy.breaker.cooldown, STEADY_COOLDOWN)
+    return replace(policy, breaker=replace(policy.breaker, cooldown=cooldown))
+
+
+def _steady(policy: ClientPolicy) -> ClientPolicy:
+    """``_steady_cooldown`` and a window of at least STEADY_WINDOW (the seed library's real
+    30 s), so every call of the scenario counts however slow the machine is."""
+    steady = _steady_cooldown(policy)
+    window = max(policy.breaker.window, STEADY_WINDOW)
+    return replace(steady, breaker=replace(steady.breaker, window=window))
+
+
+def _consecutive(policy: ClientPolicy, transport: str) -> str | None:
+    kind = policy.breaker.kind
+    return None if kind == "consecutive" else f"the profile's breaker is {kind!r}, not consecutive"
+
+
+def _consecutive_slow(policy: ClientPolicy, transport: str) -> str | None:
+    """Consecutive, with a cooldown long enough to tell waiting from failing fast."""
+    reason = _consecutive(policy, transport)
+    if reason is None and policy.breaker.cooldown < STEADY_COOLDOWN:
+        return f"the cooldown ({policy.breaker.cooldown:.3f}s) is under {STEADY_COOLDOWN}s"
+    return reason
+
+
+def _ratio(policy: ClientPolicy, transport: str) -> str | None:
+    b = policy.breaker
+    if b.kind != "ratio":
+        return f"the profile's breaker is {b.kind!r}, not a failure ratio"
+    limit = policy.max_attempts
+    if limit is None or limit >= b.min_throughput:
+        return "the scenarios need streams that give up before the minimum throughput"
+    failures = _failures_to_open(policy)
+    if failures < limit or (failures % limit and failures == b.min_throughput):
+        return "the ratio and the attempt limit leave no scenario that opens at the boundary"
+    return None
+
+
+# -- shared check pieces -----------------------------------------------------------------
+
+
+def _count(ev: Evidence, path: str, n: int, why: str, stream: str | None = None) -> Outcome:
+    """Exactly ``n`` requests on ``path``; a mismatch also tells how ``stream`` ended."""
+    got = len(http_attempts(ev, path))
+    want = f"exactly {n} request(s) on {path} ({why})"
+    if got == n:
+        return Outcome.passed(want, f"{got}")
+    ended = ev.outcome(stream) if stream is not None else None
+    tail = f"; {stream} ended with {ended.describe()}" if ended is not None else ""
+    return Outcome.failed(want, f"{got} request(s){tail}")
+
+
+def _quiet_before(atts: Sequence[Attempt], i: int, cooldown: float, why: str) -> Outcome:
+    """Request ``i`` (0-based) came at least a cooldown after request ``i-1`` arrived: the
+    client cannot know how a request went before the server received it."""
+    want = f"no request for the {cooldown:.3f}s cooldown after request {i} failed ({why})"
+    if len(atts) <= i:
+        return Outcome.failed(want, f"{len(atts)} request(s): no probe after the cooldown")
+    gap = atts[i].arrived_at - atts[i - 1].arrived_at
+    if gap >= cooldown - LOWER_BOUND_SLACK:
+        return Outcome.passed(want, f"the next request came {gap:.3f}s later")
+    return Outcome.failed(want, f"request {i + 1} came {gap:.3f}s after request {i}")
+
+
+def _answered_once(ev: Evidence, path: str, stream: str = "s1") -> Outcome:
+    sent = answer(replace(ev, attempts=http_attempts(ev, path)))
+    return all_of(
+        ended_with_done(ev, stream),
+        delivered_exactly(ev, [sent[i] for i in sorted(sent)], stream),
+    )
+
+
+def _admitted(ev: Evidence, stream: str, path: str) -> Outcome:
+    """A new stream met a closed breaker: it reached the server and completed."""
+    return all_of(
+        _count(ev, path, 1, f"{stream} meets a closed breaker", stream),
+        ended_with_done(ev, stream),
+    )
+
+
+def _refused(ev: Evidence, stream: str, path: str) -> Outcome:
+    """A new stream met an open breaker: circuit_open at once, no request."""
+    return all_of(
+        _count(ev, path, 0, f"{stream} meets an open breaker", stream),
+        ended_with_error(ev, ["circuit_open"], stream=stream),
+    )
+
+
+# -- BREAKER-1/2 and 7/8: opening, and re-opening after a failed probe -------------------
+
+
+def _check_opens(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
+    atts = http_attempts(ev, PATH)
+    return all_of(
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
+        _count(ev, PATH, k + 1, f"{k} failures, then one probe that succeeds"),
+        _answered_once(ev, PATH),
+    )
+
+
+def _check_reopens(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
+    atts = http_attempts(ev, PATH)
+    return all_of(
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
+        _quiet_before(atts, k + 1, cooldown, "the failed probe re-opened it"),
+        _count(ev, PATH, k + 2, f"{k} failures, a failed probe, a probe that succeeds"),
+        _answered_once(ev, PATH),
+    )
+
+
+def _play_failures(extra: int) -> Play:
+    """One stream: threshold + ``extra`` failures, then the answer."""
+
+    def steps(p: ClientPolicy) -> list[Step]:
+        return [*[_fail()] * (p.breaker.threshold + extra), _ok()]
+
+    def cooldowns(p: ClientPolicy) -> float:
+        return p.breaker.cooldown * (1 + extra)
+
+    async def play(ctx: CaseContext) -> None:
+        retries = ctx.policy.breaker.threshold + extra
+        await one_stream(steps, retries=retries, waits=cooldowns)(ctx)
+
+    return play
+
+
+# -- BREAKER-3/4: one probe among many waiting callers -----------------------------------
+
+
+def _waiter_path(i: int) -> str:
+    return f"{PATH}/w{i}"
+
+
+async def _play_waiters(ctx: CaseContext) -> None:
+    for i in range(WAITERS):  # a path per stream: number 1 on a path is its first request
+        ctx.server.script(_waiter_path(i), Respond(status=503, delay=WAVE_DELAY))
+    for i in range(WAITERS):
+        ctx.start(_request(ctx, f"w{i}", _waiter_path(i)))
+    budget = 2 * WAVE_DELAY + ctx.policy.breaker.cooldown + 2 * PER_ATTEMPT_SLACK + BASE_SLACK
+    await ctx.wait_until(
+        lambda: any(a.number > 1 and a.finished for a in ctx.ledger.attempts()), budget
+    )
+
+
+def _check_single_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    first = [a for a in ev.attempts if a.number == 1]
+    retries = sorted((a for a in ev.attempts if a.number > 1), key=lambda a: a.arrived_at)
+    want = "after the cooldown, exactly one probe while the others wait"
+    if len(first) < 2:
+        return Outcome.failed(want, f"only {len(first)} stream(s) reached the server at all")
+    if not retries:
+        return Outcome.failed(want, "no request after the first failures: no probe")
+    tripped = min(a.arrived_at for a in first)  # no failure is known before it
+    probe = retries[0]
+    waited = probe.arrived_at - tripped
+    cooldown = policy.breaker.cooldown
+    if waited < cooldown - LOWER_BOUND_SLACK:
+        return Outcome.failed(
+            f"no request for the {cooldown:.3f}s cooldown after the breaker opened",
+            f"a retry came {waited:.3f}s after the first request",
+        )
+    end = probe.ended_at if probe.ended_at is not None else math.inf
+    crowd = [a for a in retries[1:] if a.arrived_at <= end]
+    if crowd:
+        return Outcome.failed(
+            want,
+            f"{len(crowd) + 1} requests while the probe was in flight",
+            *(
+                f"{a.path} arrived {a.arrived_at - probe.arrived_at:.3f}s after the probe"
+                for a in crowd
+            ),
+        )
+    return Outcome.passed(
+        want, f"one probe {waited:.3f}s after the first request, {len(first)} waiting"
+    )
+
+
+# -- BREAKER-5/6 and 11/12: closed again, count reset; a canary shows it -----------------
+
+
+def _play_then_canary(first: Callable[[ClientPolicy], Sequence[Step]]) -> Play:
+    """s1 plays ``first``; then s2 fails threshold-1 times and hangs on its next request,
+    and a canary (a new stream) must still be admitted; s2 is then cancelled."""
+
+    async def play(ctx: CaseContext) -> None:
+        p = ctx.policy
+        k, cooldown = p.breaker.threshold, p.breaker.cooldown
+        ctx.server.script(PATH, *first(p))
+        ctx.server.script(OTHER, *[_fail()] * (k - 1), _hang())
+        ctx.server.script(CANARY, _ok())
+        ctx.start(_request(ctx, "s1", PATH))
+        await ctx.wait_ended("s1", retry_budget(p, k, waits=cooldown))
+        ctx.start(_request(ctx, "s2", OTHER))
+        # The k-th request arriving proves the client booked the k-1 failures before it.
+        budget = retry_budget(p, k, waits=k * cooldown)
+        await ctx.wait_until(
+            lambda: len(ctx.ledger.attempts(OTHER)) >= k or ctx.deliveries.ended("s2"), budget
+        )
+        ctx.start(_request(ctx, "canary", CANARY))
+        await ctx.wait_ended("canary", retry_budget(p, 1, waits=cooldown))
+        await ctx.cancel("s2")
+
+    return play
+
+
+def _check_then_canary(s1_requests: Callable[[int], int], why: str) -> Check:
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        k = policy.breaker.threshold
+        return all_of(
+            _count(ev, PATH, s1_requests(k), why),
+            _answered_once(ev, PATH),
+            _count(ev, OTHER, k, f"a new stream makes {k - 1} failed requests and one more", "s2"),
+            _admitted(ev, "canary", CANARY),
+        )
+
+    return check
+
+
+def _check_closes(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
+    atts = http_attempts(ev, PATH)
+    return all_of(
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
+        _check_then_canary(lambda k: k + 1, "failures, then the probe that succeeds")(ev, policy),
+    )
+
+
+# -- BREAKER-9/10: fail fast -------------------------------------------------------------
+
+
+def _reported_open(ctx: CaseContext) -> bool:
+    return any(d.state == "breaker_open" for d in ctx.deliveries.all())
+
+
+async def _play_fail_fast(ctx: CaseContext) -> None:
+    p = ctx.policy
+    k = p.breaker.threshold
+    ctx.server.script(PATH, *[_fail()] * k, _ok())
+    ctx.server.script(OTHER, _ok())
+    ctx.start(_request(ctx, "s1", PATH))
+    await ctx.wait_until(
+        lambda: sum(a.finished for a in ctx.ledger.attempts(PATH)) >= k, retry_budget(p, k - 1)
+    )
+    # The client books the k-th failure when it reads the answer: a reported
+    # breaker_open state says it did; otherwise allow it the usual slack.
+    await ctx.wait_until(lambda: _reported_open(ctx), UPPER_BOUND_SLACK)
+    ctx.start(_request(ctx, "s2", OTHER))
+    await ctx.wait_ended("s2", retry_budget(p, 1, waits=p.breaker.cooldown))
+    await ctx.cancel("s1")
+
+
+def _check_fail_fast(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    k = policy.breaker.threshold
+    out = ev.outcome("s2")
+    before = [
+        a
+        for a in http_attempts(ev, PATH)
+        if a.ended_at is not None and (out is None or a.ended_at <= out.at)
+    ]
+    want = f"{k} consecutive failures before the new stream started"
+    tripped = (
+        Outcome.passed(want, f"{len(before)}")
+        if len(before) >= k
+        else Outcome.failed(want, f"{len(before)} failure(s)")
+    )
+    return all_of(tripped, _refused(ev, "s2", OTHER))
+
+
+# -- BREAKER-13/14 and 21/22: mid-stream failures do not count ---------------------------
+
+
+def _calls_to_open(policy: ClientPolicy) -> int:
+    b = policy.breaker
+    return b.threshold if b.kind == "consecutive" else b.min_throughput
+
+
+def _midstream_name(i: int) -> str:
+    return f"m{i}"
+
+
+async def _play_midstream(ctx: CaseContext) -> None:
+    p = ctx.policy
+    ctx.server.script(PATH, Stream(events=2, end="abort"))
+    ctx.server.script(CANARY, _ok())
+    for i in range(1, _calls_to_open(p) + 1):
+        ctx.start(_request(ctx, _midstream_name(i), PATH))
+        await ctx.wait_ended(_midstream_name(i), retry_budget(p, 0))
+    ctx.start(_request(ctx, "canary", CANARY))
+    await ctx.wait_ended("canary", retry_budget(p, 1, waits=p.breaker.cooldown))
+
+
+def _prompt_canary(ev: Evidence, last_stream: str) -> Outcome:
+    """The canary reached the server within the slack after the last stream failed."""
+    want = f"the canary reaches the server at once (within {UPPER_BOUND_SLACK}s)"
+    last = ev.outcome(last_stream)
+    canary = http_attempts(ev, CANARY)
+    if last is None or not canary:
+        return Outcome.failed(want, f"{last_stream} never ended" if canary else "no request")
+    delay = canary[0].arrived_at - last.at
+    if delay <= UPPER_BOUND_SLACK:
+        return Outcome.passed(want, f"after {delay:.3f}s")
+    return Outcome.failed(want, f"it came {delay:.3f}s after {last_stream} failed")
+
+
+def _check_midstream(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    n = _calls_to_open(policy)
+    return all_of(
+        _count(ev, PATH, n, f"{n} streams, each failing after its first chunks, never retried"),
+        *(ended_with_error(ev, stream=_midstream_name(i)) for i in range(1, n + 1)),
+        _admitted(ev, "canary", CANARY),
+        _prompt_canary(ev, _midstream_name(n)),
+    )
+
+
+# -- BREAKER-15 to 20: the failure ratio -------------------------------------------------
+
+
+Plan = list[tuple[Step, ...] | float]  # streams run one after the other; a float holds
+
+
+def _failures_to_open(policy: ClientPolicy) -> int:
+    b = policy.breaker
+    return math.ceil(b.ratio * b.min_throughput - 1e-9)
+
+
+def _streams(failures: int, successes: int, limit: int, *, failing_last: bool) -> Plan:
+    """Streams making ``failures`` failed and ``successes`` good calls: streams that give
+    up after ``limit`` failures, single good calls, and one stream that fails the
+    remainder then succeeds. ``failing_last``: the last call is a failure."""
+    full, rest = divmod(failures, limit)
+    give_up: Plan = [(*[_fail()] * limit,)] * full
+    mixed: Plan = [(*[_fail()] * rest, _ok())] if rest else []
+    good: Plan = [(_ok(),)] * (successes - len(mixed))
+    return [*good, *mixed, *give_up] if failing_last else [*give_up, *mixed, *good]
+
+
+def _plan_opens(policy: ClientPolicy) -> Plan:
+    """Exactly the minimum throughput, the last call a failure that reaches the ratio."""
+    f = _failures_to_open(policy)
+    return _streams(
+        f, policy.breaker.min_throughput - f, policy.max_attempts or 1, failing_last=True
+    )
+
+
+def _plan_below_minimum(policy: ClientPolicy) -> Plan:
+    """One call short of the minimum throughput, every call a failure."""
+    return _streams(
+        policy.breaker.min_throughput - 1, 0, policy.max_attempts or 1, failing_last=False
+    )
+
+
+def _plan_window(policy: ClientPolicy) -> Plan:
+    """The failures of ``_plan_below_minimum``, a window's wait, then a stream that fails."""
+    limit = policy.max_attempts or 1
+    hold = policy.breaker.window + 0.05
+    return [*_plan_below_minimum(policy), hold, (*[_fail()] * limit,)]
+
+
+def _planned(plan: Plan) -> list[tuple[Step, ...]]:
+    return [item for item in plan if not isinstance(item, float)]
+
+
+def _play_plan(plan_for: Callable[[ClientPolicy], Plan]) -> Play:
+    async def play(ctx: CaseContext) -> None:
+        p = ctx.policy
+        plan = plan_for(p)
+        for i, steps in enumerate(_planned(plan), start=1):
+            ctx.server.script(f"{PATH}/{i}", *steps)
+        ctx.server.script(CANARY, _ok())
+        i = 0
+        for item in plan:
+            if isinstance(item, float):
+                await ctx.hold(item)  # scenario time: older calls leave the window
+                continue
+            i += 1
+            ctx.start(_request(ctx, f"p{i}", f"{PATH}/{i}"))
+            await ctx.wait_ended(
+                f"p{i}", retry_budget(p, len(item), waits=len(item) * p.breaker.cooldown)
+            )
+        ctx.start(_request(ctx, "canary", CANARY))
+        await ctx.wait_ended("canary", retry_budget(p, 1, waits=p.breaker.cooldown))
+
+    return play
+
+
+def _check_plan(plan_for: Callable[[ClientPolicy], Plan], *, opens: bool) -> Check:
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        streams = _planned(plan_for(policy))
+        calls = [
+            _count(ev, f"{PATH}/{i}", len(steps), f"stream p{i}'s planned calls", f"p{i}")
+            for i, steps in enumerate(streams, start=1)
+        ]
+        canary = _refused(ev, "canary", CANARY) if opens else _admitted(ev, "canary", CANARY)
+        return all_of(*calls, canary)
+
+    return check
+
+
+# -- the catalog -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Row:
+    title: str
+    requirement: str
+    play: Play
+    check: Check
+    applies: Callable[[ClientPolicy, str], str | None]
+    tune: Callable[[ClientPolicy], ClientPolicy] | None = None
+    source: str = SEED
+
+
+ROWS: list[_Row] = [
+    _Row(
+        "The breaker opens after K consecutive failures",
+        "After the threshold of consecutive failures a client MUST open its breaker: no "
+        "request reaches the server for the whole cooldown, then one probe does.",
+        _play_failures(0),
+        _check_opens,
+        _consecutive,
+        _fast,
+    ),
+    _Row(
+        "One half-open probe, however many callers wait",
+        "When the cooldown ends a client MUST let exactly one probe through, even when many "
+        "streams of the client are waiting on the breaker.",
+        _play_waiters,
+        _check_single_probe,
+        _consecutive,
+        _fast_single,
+    ),
+    _Row(
+        "A successful probe closes the breaker and resets the count",
+        "A probe that succeeds MUST close the breaker and reset the failure count: a new "
+        "stream is admitted, and threshold-1 failures after it do not open the breaker.",
+        _play_then_canary(lambda p: [*[_fail()] * p.breaker.threshold, _ok()]),
+        _check_closes,
+        _consecutive,
+        _fast,
+    ),
+    _Row(
+        "A failed probe re-opens the breaker for another cooldown",
+        "A probe that fails MUST re-open the breaker: no request for another full cooldown.",
+        _play_failures(1),
+        _check_reopens,
+        _consecutive,
+        _fast,
+    ),
+    _Row(
+        "A new stream fails fast while the breaker is open",
+        "A stream started while the breaker is open MUST fail at once with a circuit-open "
+        "error, without sending a request.",
+        _play_fail_fast,
+        _check_fail_fast,
+        _consecutive_slow,
+    ),
+    _Row(
+        "A success resets the consecutive count",
+        "A success MUST reset the consecutive-failure count: threshold-1 failures, a "
+        "success, threshold-1 failures never open the breaker.",
+        _play_then_canary(lambda p: [*[_fail()] * (p.breaker.threshold - 1), _ok()]),
+        _check_then_canary(lambda k: k, "threshold-1 failures, then the answer"),
+        _consecutive,
+        _fast,
+    ),
+    _Row(
+        "Mid-stream failures do not count (consecutive breaker)",
+        "A client MUST NOT count failures after a stream's first chunk: threshold streams "
+        "that each fail mid-stream leave the breaker closed, and the next stream connects "
+        "at once.",
+        _play_midstream,
+        _check_midstream,
+        _consecutive_slow,
+        source=f"{MIDSTREAM}; {SEED}",
+    ),
+    _Row(
+        "The breaker opens at the failure ratio once the minimum throughput is reached",
+        "A failure-ratio breaker MUST open when, with at least the minimum throughput of calls "
+        "in the window, the failure ratio reaches the profile's ratio; a new stream then "
+        "fails fast without a request.",
+        _play_plan(_plan_opens),
+        _check_plan(_plan_opens, opens=True),
+        _ratio,
+        _steady,
+        LIBRARY,
+    ),
+    _Row(
+        "Below the minimum throughput the breaker stays closed",
+        "A failure-ratio breaker MUST NOT open before the window holds the minimum "
+        "throughput of calls, even when every call failed.",
+        _play_plan(_plan_below_minimum),
+        _check_plan(_plan_below_minimum, opens=False),
+        _ratio,
+        _steady,
+        LIBRARY,
+    ),
+    _Row(
+        "Calls older than the window do not count",
+        "A failure-ratio breaker MUST count only the calls inside its sliding window: "
+        "failures older than the window cannot open it.",
+        _play_plan(_plan_window),
+        _check_plan(_plan_window, opens=False),
+        _ratio,
+        _steady_cooldown,
+        LIBRARY,
+    ),
+    _Row(
+        "Mid-stream failures do not count (failure-ratio breaker)",
+        "A client MUST NOT count failures after a stream's first chunk: the minimum "
+        "throughput of streams that each fail mid-stream leave the breaker closed, and the "
+        "next stream connects at once.",
+        _play_midstream,
+        _check_midstream,
+        _ratio,
+        _steady,
+        MIDSTREAM,
+    ),
+]
+
+
+def _make(row: _Row, transport: Transport, case_id: str) -> Case:
+    return Case(
+        id=case_id,
+        title=row.title,
+        level=Level.MUST,
+        requirement=row.requirement,
+        source=row.source,
+        play=row.play,
+        check=row.check,
+        transport=transport,
+        needs=frozenset({"breaker", transport}),
+        applies=row.applies,
+        tune=row.tune,
+    )
+
+
+for _n, _row in enumerate(ROWS, start=1):
+    register(_make(_row, "get", f"SC-BREAKER-{2 * _n - 1}"))
+    register(_make(_row, "post", f"SC-BREAKER-{2 * _n}"))

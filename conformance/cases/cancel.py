@@ -1,0 +1,163 @@
+"""SC-CANCEL: a consumer that stops reading.
+
+The seed library: "breaking out of the loop closes the underlying stream". A
+consumer that stops (breaks out after some chunks, or whose task is cancelled)
+must not leave the connection open, reading an answer nobody wants, or retry it.
+The server is the judge: it sees the close. Row k gets SC-CANCEL-(2k-1) for GET
+and SC-CANCEL-2k for POST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from conformance._case import Case, CaseContext, Check, Level, Outcome, Play, register
+from conformance._checks import UPPER_BOUND_SLACK, all_of
+from conformance._evidence import Evidence
+from conformance.cases._common import PATH, Transport, request_for, retry_budget, settle_time
+from conformance.cases.offline import mark, marked
+from conformance.reference._config import ClientPolicy
+from fake_servers import Attempt, Gap, Stall, Stream
+
+__all__ = ["closed_by_client_within"]
+
+SOURCE = 'seeds/002 §Streaming responses ("Breaking out of the loop closes the underlying stream")'
+K = 2  # chunks the consumer reads before it stops
+# A long answer: 40 events 50 ms apart, so a client that reads on after its
+# consumer stopped is still reading (or the server still sending) well past the
+# bound, and the server's "completed" gives it away.
+LONG = Stream(events=40, gap=Gap(seconds=0.05))
+CANCEL = "cancel() signalled"
+FIRST_CHUNK_DEADLINE = 2.0
+
+
+def closed_by_client_within(attempt: Attempt, at: float, limit: float) -> Outcome:
+    """The client closed ``attempt`` no later than ``limit`` seconds after ``at``.
+
+    Args:
+        attempt: The attempt that was open when the consumer stopped.
+        at: When the consumer stopped (the kit's mark, or its last chunk).
+        limit: The bound.
+
+    Returns:
+        The outcome, with how long the close took.
+    """
+    want = f"the server sees the client close the stream within {limit:.3f}s"
+    if attempt.end != "client_closed" or attempt.ended_at is None:
+        ended = {"completed": "the answer was read to its end"}.get(attempt.end or "", attempt.end)
+        return Outcome.failed(want, f"attempt {attempt.seq} ended: {ended or 'never'}")
+    took = attempt.ended_at - at
+    if took > limit:
+        return Outcome.failed(want, f"closed {took:.3f}s after the consumer stopped")
+    return Outcome.passed(want, f"closed {max(took, 0.0):.3f}s after the consumer stopped")
+
+
+def _no_retry(ev: Evidence) -> Outcome:
+    want = "no new request after the consumer stopped (1 attempt)"
+    n = len(ev.attempts)
+    return Outcome.passed(want, "1") if n == 1 else Outcome.failed(want, f"{n} attempts")
+
+
+def _check_break(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    chunks = ev.chunks()
+    if len(chunks) < K or not ev.attempts:
+        return Outcome.failed(f"{K} chunks reach the consumer", f"{len(chunks)} chunk(s)")
+    stopped = chunks[K - 1].at
+    return all_of(
+        closed_by_client_within(ev.attempts[0], stopped, UPPER_BOUND_SLACK), _no_retry(ev)
+    )
+
+
+def _check_cancel(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    at = marked(ev, CANCEL)
+    if at is None or not ev.attempts:
+        return Outcome.failed("a stream open when the consumer was cancelled", "none")
+    return all_of(closed_by_client_within(ev.attempts[0], at, UPPER_BOUND_SLACK), _no_retry(ev))
+
+
+async def _play_break(ctx: CaseContext) -> None:
+    ctx.server.script(PATH, LONG)
+    ctx.start(request_for(ctx.transport, cancel_after=K))
+    await ctx.wait_until(lambda: _attempts_ended(ctx), retry_budget(ctx.policy, 0))
+    await ctx.hold(settle_time(ctx.policy))
+
+
+def _play_cancel(ready: Callable[[CaseContext], bool], *steps: Stream) -> Play:
+    async def play(ctx: CaseContext) -> None:
+        ctx.server.script(PATH, *steps)
+        ctx.start(request_for(ctx.transport))
+        await ctx.wait_until(lambda: ready(ctx), FIRST_CHUNK_DEADLINE)
+        mark(ctx, CANCEL)
+        await ctx.cancel("s1")
+        await ctx.wait_until(lambda: _attempts_ended(ctx), UPPER_BOUND_SLACK + 0.5)
+        await ctx.hold(settle_time(ctx.policy))
+
+    return play
+
+
+def _attempts_ended(ctx: CaseContext) -> bool:
+    attempts = ctx.ledger.attempts()
+    return bool(attempts) and all(a.finished for a in attempts)
+
+
+def _read_k(ctx: CaseContext) -> bool:
+    return sum(d.kind == "chunk" and d.stream == "s1" for d in ctx.deliveries.all()) >= K
+
+
+def _headers_sent(ctx: CaseContext) -> bool:
+    return any(a.status is not None for a in ctx.ledger.attempts())
+
+
+@dataclass(frozen=True)
+class _Row:
+    title: str
+    requirement: str
+    play: Play
+    check: Check
+
+
+ROWS: list[_Row] = [
+    _Row(
+        f"A consumer that breaks out after {K} chunks closes the connection",
+        "When its consumer stops reading, a client MUST close the connection promptly (the "
+        "server sees it go) and MUST NOT retry it.",
+        _play_break,
+        _check_break,
+    ),
+    _Row(
+        "A cancelled consumer mid-stream closes the connection",
+        "When its consumer is cancelled mid-stream, a client MUST close the connection "
+        "promptly and MUST NOT retry it.",
+        _play_cancel(_read_k, LONG),
+        _check_cancel,
+    ),
+    _Row(
+        "A consumer cancelled before the first chunk closes the connection",
+        "When its consumer is cancelled while waiting for the first chunk, a client MUST "
+        "close the connection promptly and MUST NOT retry it.",
+        _play_cancel(
+            _headers_sent, Stream(events=4, stall=Stall(after=0, seconds=None)), Stream(events=4)
+        ),
+        _check_cancel,
+    ),
+]
+
+
+def _make(row: _Row, transport: Transport, case_id: str) -> Case:
+    return Case(
+        id=case_id,
+        title=row.title,
+        level=Level.MUST,
+        requirement=row.requirement,
+        source=SOURCE,
+        play=row.play,
+        check=row.check,
+        transport=transport,
+        needs=frozenset({transport}),
+    )
+
+
+for _n, _row in enumerate(ROWS, start=1):
+    register(_make(_row, "get", f"SC-CANCEL-{2 * _n - 1}"))
+    register(_make(_row, "post", f"SC-CANCEL-{2 * _n}"))

@@ -1,0 +1,367 @@
+"""SC-OFFLINE: the browser's offline and online signals.
+
+The seed article wires the two network events: while offline, do not retry
+("there is nothing to connect to") and close what is open; on online, reset the
+attempt count and the breaker and reconnect at once, because the failures were
+the network's, not the backend's. Row k gets SC-OFFLINE-(2k-1) for GET and
+SC-OFFLINE-2k for POST.
+
+The kit marks when it signals (a "log" delivery on the ``kit`` stream), so checks
+measure from the signal. While the client is told it is offline the network stays
+reachable: any attempt it makes anyway reaches the proxy and the server, where
+the ledger sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from conformance._case import (
+    Capability,
+    Case,
+    CaseContext,
+    Check,
+    Level,
+    Outcome,
+    Play,
+    register,
+)
+from conformance._checks import (
+    UPPER_BOUND_SLACK,
+    all_of,
+    answer,
+    delivered_exactly,
+    ended_with_done,
+)
+from conformance._evidence import Evidence
+from conformance.cases._common import PATH, Transport, request_for, retry_budget
+from conformance.reference._config import ClientPolicy
+from fake_servers import Attempt, Fault, Respond, Stall, Stream
+
+__all__ = ["KIT", "closed_after", "mark", "marked", "quiet_between", "reconnected_within"]
+
+SOURCE = "seeds/000 §Network-Aware: What the Browser Tells You for Free"
+BREAKER = (
+    'seeds/000 §Network-Aware ("reset the counters and reconnect immediately"; "the two '
+    'failure modes do not need to share a budget")'
+)
+EVENTS = 4
+KIT = "kit"  # the delivery stream the kit's own marks go to
+OFFLINE = "offline() signalled"
+OFFLINE_SENT = "offline() delivered"
+ONLINE = "online() signalled"
+OFFLINE_HOLD = 0.1  # how long the network stays away: ample for a retry to show up
+OPEN_DEADLINE = 2.0  # for the client to open the connection the case cuts
+BREAKER_GRACE = 0.2  # for the client to hear its last failure before the offline signal
+
+
+# -- marks ----------------------------------------------------------------------
+
+
+def mark(ctx: CaseContext, what: str) -> None:
+    """Stamp a scenario moment into the evidence (a log on the ``kit`` stream)."""
+    ctx.deliveries.add(KIT, "log", data=what)
+
+
+def marked(ev: Evidence, what: str) -> float | None:
+    """When the scenario moment ``what`` was stamped, if it was."""
+    return next((d.at for d in ev.of(KIT) if d.kind == "log" and d.data == what), None)
+
+
+# -- pure checks -----------------------------------------------------------------
+
+
+def quiet_between(ev: Evidence, start: float, end: float) -> Outcome:
+    """No new connection reached the proxy, and no request the server, in (start, end)."""
+    want = "no connection attempt while offline"
+    conns = [c for c in ev.connections if start < c.opened_at < end]
+    reqs = [a for a in ev.attempts if start < a.arrived_at < end]
+    if not conns and not reqs:
+        return Outcome.passed(want, "none")
+    return Outcome.failed(
+        want,
+        f"{len(conns)} new connection(s) and {len(reqs)} request(s) during "
+        f"{end - start:.3f}s offline",
+        *(f"connection {c.seq} opened {c.opened_at - start:.3f}s after offline()" for c in conns),
+    )
+
+
+def closed_after(attempts: tuple[Attempt, ...], at: float, limit: float) -> Outcome:
+    """Every attempt open at ``at`` was closed by the client within ``limit`` seconds."""
+    want = f"the open stream is closed by the client within {limit:.3f}s of offline()"
+    open_then = [a for a in attempts if a.arrived_at <= at and (a.ended_at or at + 1) > at]
+    if not open_then:
+        return Outcome.failed(want, "no stream was open when offline() was signalled")
+    for a in open_then:
+        if a.end != "client_closed" or a.ended_at is None:
+            return Outcome.failed(want, f"attempt {a.seq} ended: {a.end or 'never'}")
+        if a.ended_at - at > limit:
+            return Outcome.failed(want, f"attempt {a.seq} closed {a.ended_at - at:.3f}s later")
+    late = max((a.ended_at or at) - at for a in open_then)
+    return Outcome.passed(want, f"closed {late:.3f}s after it")
+
+
+def reconnected_within(
+    ev: Evidence, at: float, limit: float, count: int = 1, since: str = "online()"
+) -> Outcome:
+    """At least ``count`` requests reached the server within ``limit`` s after ``at``."""
+    want = f"{count} new request(s) within {limit:.3f}s of {since}"
+    after = sorted(a.arrived_at - at for a in ev.attempts if a.arrived_at >= at)
+    prompt = [d for d in after if d <= limit]
+    if len(prompt) >= count:
+        nth = "the first" if count == 1 else f"request {count}"
+        return Outcome.passed(want, f"{nth} arrived {prompt[count - 1]:.3f}s after it")
+    seen = ", ".join(f"{d:.3f}s" for d in after) or "none"
+    return Outcome.failed(want, f"{len(prompt)} in time; requests after {since} at: {seen}")
+
+
+def _marks(ev: Evidence, *names: str) -> list[float] | Outcome:
+    found = [marked(ev, n) for n in names]
+    if any(t is None for t in found):
+        missing = [n for n, t in zip(names, found, strict=True) if t is None]
+        return Outcome.failed("the scenario's marks", f"missing: {', '.join(missing)}")
+    return [t for t in found if t is not None]
+
+
+def _exactly_once(ev: Evidence, stream: str = "s1") -> Outcome:
+    ans = answer(ev)
+    return all_of(
+        ended_with_done(ev, stream), delivered_exactly(ev, [ans[i] for i in sorted(ans)], stream)
+    )
+
+
+def _check_offline(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    marks = _marks(ev, OFFLINE, OFFLINE_SENT, ONLINE)
+    if isinstance(marks, Outcome):
+        return marks
+    off, sent, on = marks
+    return all_of(closed_after(ev.attempts, off, UPPER_BOUND_SLACK), quiet_between(ev, sent, on))
+
+
+def _check_online(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    marks = _marks(ev, ONLINE)
+    if isinstance(marks, Outcome):
+        return marks
+    return all_of(reconnected_within(ev, marks[0], UPPER_BOUND_SLACK), _exactly_once(ev))
+
+
+def _check_breaker_reset(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    marks = _marks(ev, OFFLINE, OFFLINE_SENT, ONLINE)
+    if isinstance(marks, Outcome):
+        return marks
+    off, sent, on = marks
+    failed = [c for c in ev.connections if c.opened_at < off and c.fault]
+    need = policy.breaker.threshold
+    tripped = (
+        Outcome.passed(f"{need} failed connections before offline()", f"{len(failed)}")
+        if len(failed) >= need
+        else Outcome.failed(
+            f"{need} failed connections before offline() (the client retries network errors)",
+            f"{len(failed)}",
+        )
+    )
+    return all_of(
+        tripped,
+        quiet_between(ev, sent, on),
+        reconnected_within(ev, on, UPPER_BOUND_SLACK),
+        _exactly_once(ev),
+    )
+
+
+def _check_blip(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    marks = _marks(ev, ONLINE)
+    if isinstance(marks, Outcome):
+        return marks
+    n = _blip_streams(policy)
+    streams = [f"s{i}" for i in range(1, n + 1)]
+    failures = [(s, o) for s in streams if not (o := _exactly_once(ev, s)).ok]
+    delivered = (
+        Outcome.passed(f"each of the {n} streams completes exactly once", "they do")
+        if not failures
+        else Outcome.failed(
+            f"each of the {n} streams completes exactly once",
+            f"{failures[0][0]}: {failures[0][1].observed}",
+            *(f"{s}: {o.observed}" for s, o in failures[1:]),
+        )
+    )
+    return all_of(
+        reconnected_within(ev, marks[0], UPPER_BOUND_SLACK, count=n, since="the blink"), delivered
+    )
+
+
+# -- plays -------------------------------------------------------------------------
+
+
+def _headers_sent(ctx: CaseContext, count: int) -> Callable[[], bool]:
+    """``count`` attempts got their headers: that many connections are open and silent."""
+    return lambda: sum(a.status is not None for a in ctx.ledger.attempts()) >= count
+
+
+def _all_finished(ctx: CaseContext) -> bool:
+    return all(a.finished for a in ctx.ledger.attempts())
+
+
+async def _play_offline_online(ctx: CaseContext) -> None:
+    # A failure first (so a budget that online() must reset is in use), then an
+    # open, silent connection that offline() must close.
+    silent = Stream(events=EVENTS, stall=Stall(after=0, seconds=None))
+    ctx.server.script(PATH, Respond(status=503), silent, Respond(status=503), Stream(events=EVENTS))
+    ctx.start(request_for(ctx.transport))
+    await ctx.wait_until(_headers_sent(ctx, 2), OPEN_DEADLINE)
+    mark(ctx, OFFLINE)
+    await ctx.offline()
+    mark(ctx, OFFLINE_SENT)
+    await ctx.wait_until(lambda: _all_finished(ctx), UPPER_BOUND_SLACK + 0.5)
+    await ctx.hold(OFFLINE_HOLD)
+    mark(ctx, ONLINE)
+    await ctx.online()
+    await ctx.wait_ended("s1", retry_budget(ctx.policy, 2))
+
+
+async def _play_breaker(ctx: CaseContext) -> None:
+    threshold = ctx.policy.breaker.threshold
+    ctx.server.script(PATH, Stream(events=EVENTS))
+    # The network fails first: every connection is reset before the request gets
+    # through, until the breaker opens. Then the browser says offline, the network
+    # comes back, and the browser says online.
+    ctx.proxy.set_fault(Fault.reset(0, "upstream"))
+    ctx.start(request_for(ctx.transport))
+    await ctx.wait_until(
+        lambda: _closed_connections(ctx) >= threshold, retry_budget(ctx.policy, threshold)
+    )
+    await ctx.wait_until(lambda: _state_seen(ctx, "breaker_open"), BREAKER_GRACE)
+    mark(ctx, OFFLINE)
+    await ctx.offline()
+    mark(ctx, OFFLINE_SENT)
+    ctx.proxy.set_fault(Fault.passthrough())
+    await ctx.hold(OFFLINE_HOLD)
+    mark(ctx, ONLINE)
+    await ctx.online()
+    await ctx.wait_ended("s1", retry_budget(ctx.policy, 1))
+
+
+def _closed_connections(ctx: CaseContext) -> int:
+    return sum(c.closed_at is not None for c in ctx.ledger.connections())
+
+
+def _state_seen(ctx: CaseContext, state: str) -> bool:
+    return any(d.kind == "state" and d.state == state for d in ctx.deliveries.all())
+
+
+async def _play_blip(ctx: CaseContext) -> None:
+    n = _blip_streams(ctx.policy)
+    silent = Stream(events=EVENTS, stall=Stall(after=0, seconds=None))
+    ctx.server.script(PATH, *([silent] * n), Stream(events=EVENTS))
+    for i in range(1, n + 1):
+        ctx.start(request_for(ctx.transport, stream=f"s{i}"))
+    await ctx.wait_until(_headers_sent(ctx, n), OPEN_DEADLINE)
+    # A wifi blink: offline and online back to back, while every stream waits open.
+    mark(ctx, OFFLINE)
+    await ctx.offline()
+    mark(ctx, ONLINE)
+    await ctx.online()
+    await ctx.wait_until(lambda: _all_ended(ctx, n), retry_budget(ctx.policy, 1))
+
+
+def _all_ended(ctx: CaseContext, n: int) -> bool:
+    return all(ctx.deliveries.ended(f"s{i}") for i in range(1, n + 1))
+
+
+def _blip_streams(policy: ClientPolicy) -> int:
+    """Streams cut at once: enough that counting their cuts would open the breaker."""
+    b = policy.breaker
+    return b.threshold if b.kind == "consecutive" else b.min_throughput
+
+
+# -- rows -------------------------------------------------------------------------
+
+
+def _breaker_applies(policy: ClientPolicy, transport: str) -> str | None:
+    b = policy.breaker
+    if b.kind != "consecutive":
+        return "a single stream cannot open its breaker (not a consecutive-failure breaker)"
+    if policy.max_attempts is not None and policy.max_attempts <= b.threshold:
+        return f"its {policy.max_attempts} attempts cannot reach the breaker's threshold"
+    return None
+
+
+def _blip_applies(policy: ClientPolicy, transport: str) -> str | None:
+    if policy.breaker.kind != "consecutive":
+        return "its breaker's cooldown is too short to observe a wrongly opened breaker"
+    if policy.first_chunk_timeout is not None:
+        return "its first-chunk timeout would cut the waiting streams before the blip"
+    return None
+
+
+@dataclass(frozen=True)
+class _Row:
+    title: str
+    requirement: str
+    play: Play
+    check: Check
+    source: str = SOURCE
+    applies: Callable[[ClientPolicy, str], str | None] | None = None
+    breaker: bool = False  # the case needs the breaker capability too
+
+
+ROWS: list[_Row] = [
+    _Row(
+        "While offline, open streams are closed and nothing connects",
+        "When told the network is offline, a client MUST close its open connections at once "
+        "and MUST NOT attempt any connection until it is told the network is back.",
+        _play_offline_online,
+        _check_offline,
+    ),
+    _Row(
+        "On online, a waiting stream reconnects at once with a fresh budget",
+        "When told the network is back, a client MUST reconnect a waiting stream at once, "
+        "with its attempt count reset, and deliver the answer exactly once.",
+        _play_offline_online,
+        _check_online,
+    ),
+    _Row(
+        "On online, a breaker opened by network failures is reset",
+        "When told the network is back, a client MUST reset its circuit breaker and "
+        "reconnect at once, even if network failures had opened it.",
+        _play_breaker,
+        _check_breaker_reset,
+        source=BREAKER,
+        applies=_breaker_applies,
+        breaker=True,
+    ),
+    _Row(
+        "Connections cut by going offline do not count against the breaker",
+        "A client MUST NOT count connections it closed because the network went offline as "
+        "failures of its circuit breaker: after a blink offline and online, every waiting "
+        "stream reconnects at once.",
+        _play_blip,
+        _check_blip,
+        source=BREAKER,
+        applies=_blip_applies,
+        breaker=True,
+    ),
+]
+
+
+def _make(row: _Row, transport: Transport, case_id: str) -> Case:
+    needs: set[Capability] = {transport, "offline"}
+    if row.breaker:
+        needs.add("breaker")
+    case = Case(
+        id=case_id,
+        title=row.title,
+        level=Level.MUST,
+        requirement=row.requirement,
+        source=row.source,
+        play=row.play,
+        check=row.check,
+        transport=transport,
+        needs=frozenset(needs),
+    )
+    return case if row.applies is None else replace(case, applies=row.applies)
+
+
+for _n, _row in enumerate(ROWS, start=1):
+    register(_make(_row, "get", f"SC-OFFLINE-{2 * _n - 1}"))
+    register(_make(_row, "post", f"SC-OFFLINE-{2 * _n}"))

@@ -1,0 +1,225 @@
+"""SC-SSE: the event-stream rules an EventSource client relies on, over GET and POST.
+
+Every row changes only how the answer is laid out on the wire (line endings, a
+BOM, comments, a ``retry:`` field, fragmentation, buffering, ids, the media
+type); the answer itself is the server's, so the consumer must get exactly the
+data events the ledger says were sent. Row k gets SC-SSE-(2k-1) for GET and
+SC-SSE-2k for POST.
+
+Honouring ``retry:`` is left out on purpose: the field sets EventSource's own
+reconnection delay, and the clients this kit judges replace that reconnection
+with the profile's jittered backoff (seeds/000). Parsing it as a field is a MUST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from conformance._case import Capability, Case, Check, Level, Outcome, register
+from conformance._checks import (
+    all_of,
+    delivered_exactly,
+    ended_with_done,
+    ended_with_error,
+)
+from conformance._evidence import Evidence
+from conformance.cases._common import Transport, one_stream
+from conformance.reference._config import ClientPolicy
+from fake_servers import Framing, Gap, Step, Stream
+
+__all__ = ["server_events", "server_sequence"]
+
+PARSE = "WHATWG HTML §9.2.6 (interpreting an event stream)"
+EVENTS = 6
+# Exactly one token in each block of eight carries multi-byte UTF-8 (fake_servers'
+# vocabulary), so an 8-event answer always has at least one character to cut.
+UTF8_EVENTS = 8
+
+
+@dataclass(frozen=True)
+class _Row:
+    title: str
+    requirement: str
+    steps: Callable[[ClientPolicy], Sequence[Step]]
+    check: Check
+    source: str = PARSE
+    retries: int = 0
+    resume: bool = False
+
+
+def server_events(ev: Evidence) -> list[tuple[str, str | None]]:
+    """The answer's data events as the server sent them: (data, id), in answer order."""
+    by_index: dict[int, tuple[str, str | None]] = {}
+    for attempt in ev.attempts:
+        for event in attempt.data_events:
+            by_index.setdefault(event.index, (event.data, event.id))
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def server_sequence(ev: Evidence) -> list[str]:
+    """The answer's data, in order, across every attempt."""
+    return [data for data, _ in server_events(ev)]
+
+
+def _delivered_exactly(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    return all_of(ended_with_done(ev), delivered_exactly(ev, server_sequence(ev)))
+
+
+def _ids_delivered(ev: Evidence) -> Outcome:
+    want = "every chunk carries the id the server sent with it"
+    sent = server_events(ev)
+    for n, (chunk, (_, expected)) in enumerate(zip(ev.chunks(), sent, strict=False), start=1):
+        if chunk.id != expected:
+            return Outcome.failed(
+                want, f"chunk {n} carried id {chunk.id!r}, sent with {expected!r}"
+            )
+    return Outcome.passed(want, "they do")
+
+
+def _resumed_with_last_id(ev: Evidence) -> Outcome:
+    """The resumed attempt names a delivered id. Which one is judged without clocks:
+    the server continues after the id it gets, so a stale one shows up as a duplicate
+    in the exact-delivery check (adapter lag could misplace a delivery in time)."""
+    if len(ev.attempts) < 2:
+        return Outcome.failed(
+            "a resumed attempt after the broken one", f"{len(ev.attempts)} attempt(s)"
+        )
+    got = ev.attempts[1].last_event_id
+    delivered = [d.id for d in ev.chunks() if d.id]
+    want = "the resumed attempt sends Last-Event-ID, the id of a delivered event"
+    if got is not None and got in delivered:
+        return Outcome.passed(want, f"Last-Event-ID {got}")
+    return Outcome.failed(want, f"Last-Event-ID {got}", f"ids delivered: {delivered}")
+
+
+def _ids_tracked(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    return all_of(_ids_delivered(ev), _resumed_with_last_id(ev), _delivered_exactly(ev, policy))
+
+
+def _refused_as_garbage(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    return all_of(delivered_exactly(ev, []), ended_with_error(ev))
+
+
+ROWS: list[_Row] = [
+    _Row(
+        "CR line endings, fragmented at random, are parsed",
+        "A client MUST accept a lone CR as a line ending, however the stream's bytes are "
+        "split across reads, and deliver every event exactly once.",
+        lambda p: [
+            Stream(events=EVENTS, framing=Framing(line_ending="cr", split=9, split_random=True))
+        ],
+        _delivered_exactly,
+    ),
+    _Row(
+        "CRLF line endings are parsed, also with CR and LF in different reads",
+        "A client MUST accept CRLF line endings, also when the CR and its LF arrive in "
+        "different reads (the pair is one line ending, not two).",
+        lambda p: [
+            Stream(events=EVENTS, format="named", framing=Framing(line_ending="crlf", split=1))
+        ],
+        _delivered_exactly,
+    ),
+    _Row(
+        "A leading BOM is stripped, also when its bytes arrive apart",
+        "A client MUST strip one leading U+FEFF BOM from the stream, also when its bytes "
+        "arrive in different reads, and deliver the first event intact.",
+        # openai: the first line is a data line, so a BOM left in place loses an event.
+        lambda p: [
+            Stream(
+                events=EVENTS,
+                format="openai",
+                framing=Framing(bom=True, split=2, split_random=True),
+            )
+        ],
+        _delivered_exactly,
+    ),
+    _Row(
+        "Comments are never delivered",
+        "A client MUST ignore comment lines (those starting with ':'): they are neither data "
+        "nor events.",
+        lambda p: [Stream(events=EVENTS, framing=Framing(comment_every=1))],
+        _delivered_exactly,
+    ),
+    _Row(
+        "A retry: field is a field, not data",
+        "A client MUST parse a 'retry:' field as a field: it is never delivered, dispatches no "
+        "event of its own and does not disturb the events around it.",
+        lambda p: [Stream(events=EVENTS, framing=Framing(retry_ms=2500))],
+        _delivered_exactly,
+        source=f"{PARSE}; the reconnection delay itself is the profile's backoff (seeds/000)",
+    ),
+    _Row(
+        "A multi-byte character cut between reads is delivered intact",
+        "A client MUST decode UTF-8 across read boundaries: a character whose bytes arrive in "
+        "different reads is delivered intact, never as U+FFFD.",
+        lambda p: [Stream(events=UTF8_EVENTS, format="named", framing=Framing(split=1))],
+        _delivered_exactly,
+        source=f"{PARSE} (UTF-8 decode of the stream); WHATWG Encoding (streaming decode)",
+    ),
+    _Row(
+        "Event ids are tracked and sent as Last-Event-ID on resume",
+        "A client MUST hand each event over with the id in force, and resume a broken stream "
+        "with the last delivered id as Last-Event-ID, delivering the rest exactly once.",
+        lambda p: [
+            Stream(
+                events=3,
+                ids=True,
+                end="abort",
+                framing=Framing(line_ending="crlf", split=5, split_random=True),
+            ),
+            Stream(
+                events=EVENTS,
+                ids=True,
+                framing=Framing(line_ending="crlf", split=5, split_random=True),
+            ),
+        ],
+        _ids_tracked,
+        source="WHATWG HTML §9.2.6 (the id field), §9.2.4 (Last-Event-ID on reconnection)",
+        retries=1,
+        resume=True,
+    ),
+    _Row(
+        "A 200 that is not text/event-stream is an error, never chunks",
+        "A client MUST NOT deliver anything from a response whose Content-Type is not "
+        "text/event-stream (as a header-rewriting proxy sends), and MUST surface an error.",
+        lambda p: [Stream(events=EVENTS, framing=Framing(content_type="text/html; charset=utf-8"))],
+        _refused_as_garbage,
+        source="WHATWG HTML §9.2.3 (a wrong Content-Type fails the connection); seeds/000 "
+        "(proxies that rewrite the response headers in a way that breaks SSE parsing)",
+    ),
+    _Row(
+        "A response a proxy buffers and releases at once is delivered exactly",
+        "A client MUST deliver every event of a response that arrives all at once at its end "
+        "(a buffering proxy), exactly once and in order.",
+        # Gaps make the buffering real: unbuffered, these events would arrive apart.
+        lambda p: [Stream(events=EVENTS, gap=Gap(seconds=0.01), framing=Framing(buffered=True))],
+        _delivered_exactly,
+        source=f"{PARSE}; seeds/000 (a corporate proxy that buffers SSE)",
+    ),
+]
+
+
+def _resume_applies(policy: ClientPolicy, transport: str) -> str | None:
+    return None if policy.resume else "the profile does not resume with Last-Event-ID"
+
+
+def _make(row: _Row, transport: Transport, case_id: str) -> Case:
+    needs: frozenset[Capability] = frozenset({transport, "resume"} if row.resume else {transport})
+    case = Case(
+        id=case_id,
+        title=row.title,
+        level=Level.MUST,
+        requirement=row.requirement,
+        source=row.source,
+        play=one_stream(row.steps, retries=row.retries),
+        check=row.check,
+        transport=transport,
+        needs=needs,
+    )
+    return replace(case, applies=_resume_applies) if row.resume else case
+
+
+for _n, _row in enumerate(ROWS, start=1):
+    register(_make(_row, "get", f"SC-SSE-{2 * _n - 1}"))
+    register(_make(_row, "post", f"SC-SSE-{2 * _n}"))

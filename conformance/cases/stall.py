@@ -1,0 +1,373 @@
+"""SC-STALL: silent streams, legitimate gaps and keepalive-only streams.
+
+The seed article's heartbeat check: a stream silent for longer than the timeout
+is abandoned, the timer is looked at every check interval, and the stalled
+state is shown to the user. What resets the timer is the profile's idle rule:
+every byte (the article) or every data chunk (the seed library's pipeline).
+Row k gets SC-STALL-(2k-1) for GET and SC-STALL-2k for POST.
+
+Every case runs a stall timeout shorter than the profile's test timing (``tune``)
+and keeps the profile's relations: the check interval's ratio to the timeout,
+a legitimate gap of 2/3 of the timeout (the seed's 60 s phase under 90 s), and a
+first-chunk timeout below it. Windows are measured at the server, from the last
+byte (or data event) it sent to the moment it saw the connection close; see
+docs/timing-stall.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from conformance._case import Case, Check, Level, Outcome, register
+from conformance._checks import (
+    LOWER_BOUND_SLACK,
+    UPPER_BOUND_SLACK,
+    all_of,
+    answer,
+    delivered_exactly,
+    ended_with_done,
+    ended_with_error,
+)
+from conformance._evidence import Evidence
+from conformance.cases._common import Transport, one_stream
+from conformance.reference._config import ClientPolicy, IdleRule
+from fake_servers import Attempt, Stall, Step, Stream
+
+__all__ = [
+    "abandoned_in_window",
+    "kept_through_silence",
+    "last_activity",
+    "stalled_state_before_close",
+]
+
+SEED = 'seeds/000 §"Connection Open" Is Not "Data Flowing" (the 90-second silent-stream timeout)'
+SURFACE = 'seeds/000 §"Connection Open" Is Not "Data Flowing" ("surface this state in the UI")'
+COMMIT = "seeds/000 (the silent-stream timeout); seeds/002 §Streaming responses (the commit point)"
+IDLE = (
+    'seeds/000 ("lastHeartbeat is updated on every byte"); seeds/002 §Streaming responses '
+    '("for an idle timeout between chunks, reset a timer per chunk")'
+)
+EVENTS = 4
+K = 2  # data events before a mid-stream silence
+
+# Stall timeouts the cases run at (the profile's test timing is 1.8 s). Cases that
+# only bound an abandonment from below (strict) and above (with slack) can run
+# short; cases where the client must NOT abandon keep a 0.3 s margin between the
+# longest legitimate silence and the timeout.
+SHORT_TIMEOUT = 0.3
+GAP_TIMEOUT = 0.9  # the legitimate gap is 0.6 s: 0.3 s below the timeout
+KEEPALIVE_TIMEOUT = 0.45  # keepalives every 0.15 s: 0.3 s below the timeout
+LEGIT_GAP = 2 / 3  # the seed's 60 s research phase under its 90 s timeout
+KEEPALIVE_FRACTION = 1 / 3
+# Under rule "bytes", the keepalive-only stretch outlasts the latest moment a
+# client judging by data would abandon (timeout + interval) by this much.
+KEEPALIVE_EXTRA = 0.2
+# A client judging by data may start its timer when it starts connecting, before
+# the server sees the request; the lower bound allows for that connect.
+CONNECT_ALLOWANCE = 0.1
+
+
+# -- pure helpers (the kit's judgement) -------------------------------------------
+
+
+def last_activity(attempt: Attempt, rule: IdleRule, until: float) -> float:
+    """When the server last sent what resets a client's idle timer under ``rule``.
+
+    Args:
+        attempt: The attempt as the ledger recorded it.
+        rule: "bytes" (headers, comments and events count) or "data" (data events only).
+        until: Only what was sent at or before this moment counts.
+
+    Returns:
+        The latest such moment; before any, the request's arrival less
+        ``CONNECT_ALLOWANCE`` (a timer may start when the client starts connecting).
+    """
+    times = [
+        e.at for e in attempt.events if e.at <= until and (rule == "bytes" or e.kind == "data")
+    ]
+    if rule == "bytes" and attempt.headers_at is not None and attempt.headers_at <= until:
+        times.append(attempt.headers_at)
+    return max(times) if times else attempt.arrived_at - CONNECT_ALLOWANCE
+
+
+def _what(rule: IdleRule) -> str:
+    return "byte" if rule == "bytes" else "data event"
+
+
+def _silence(attempt: Attempt, policy: ClientPolicy) -> float | None:
+    """Seconds between the last timer-resetting send and the close; None if not closed."""
+    if attempt.end != "client_closed" or attempt.ended_at is None:
+        return None
+    return attempt.ended_at - last_activity(attempt, policy.idle_rule, attempt.ended_at)
+
+
+def abandoned_in_window(attempt: Attempt, policy: ClientPolicy) -> Outcome:
+    """The client closed the silent attempt within [timeout, timeout + interval + slack].
+
+    Measured at the server from the last byte (or data event, by the idle rule) it
+    sent: the client can only have received it later, so the lower bound is strict.
+    """
+    t, i = policy.stall_timeout, policy.stall_check_interval
+    want = (
+        f"the client closes the silent connection {t:.3f}s to {t + i:.3f}s "
+        f"(+{UPPER_BOUND_SLACK}s slack) after the last {_what(policy.idle_rule)} the server sent"
+    )
+    silence = _silence(attempt, policy)
+    if silence is None:
+        end = attempt.end or "still open when the case ended"
+        return Outcome.failed(want, f"attempt {attempt.seq} was not closed by the client ({end})")
+    if silence < t - LOWER_BOUND_SLACK:
+        return Outcome.failed(want, f"closed after only {silence:.3f}s of silence")
+    if silence > t + i + UPPER_BOUND_SLACK:
+        return Outcome.failed(want, f"closed after {silence:.3f}s of silence")
+    return Outcome.passed(want, f"closed after {silence:.3f}s of silence")
+
+
+def kept_through_silence(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    """A stream whose silences stay below the timeout is read to its end on one attempt.
+
+    If the client did close it, the close is wrong only when the server had been
+    silent for less than the timeout; a longer silence means the server's own gap
+    stretched under load, and the requirement's premise did not hold.
+    """
+    want = "the stream is read to its end on one connection, never abandoned"
+    first = ev.attempts[0] if ev.attempts else None
+    if first is None:
+        return Outcome.failed(want, "no attempt reached the server")
+    silence = _silence(first, policy)
+    outcome = ev.outcome()
+    if silence is not None and (outcome is None or outcome.kind != "done"):
+        if silence < policy.stall_timeout - LOWER_BOUND_SLACK:
+            return Outcome.failed(
+                want,
+                f"abandoned after {silence:.3f}s of silence, below the {policy.stall_timeout:.3f}s "
+                "timeout",
+            )
+        return Outcome.passed(
+            want, f"premise not met: the server itself was silent for {silence:.3f}s under load"
+        )
+    return all_of(_one_attempt(ev), ended_with_done(ev), delivered_exactly(ev, _in_order(ev)))
+
+
+def stalled_state_before_close(ev: Evidence, policy: ClientPolicy, stream: str = "s1") -> Outcome:
+    """A "stalled" state reached the consumer during the silence, before the close."""
+    want = 'a "stalled" state during the silence, before the connection is abandoned'
+    first = ev.attempts[0] if ev.attempts else None
+    if first is None:
+        return Outcome.failed(want, "no attempt reached the server")
+    closed = first.ended_at if first.end == "client_closed" else None
+    limit = closed if closed is not None else float("inf")
+    silent_from = last_activity(first, policy.idle_rule, limit)
+    stalled = [d for d in ev.of(stream) if d.kind == "state" and d.state == "stalled"]
+    if any(silent_from <= d.at <= limit for d in stalled):
+        return Outcome.passed(want, "it was")
+    states = ", ".join(ev.states(stream)) or "none"
+    return Outcome.failed(want, f"no stalled state in that time; states seen: {states}")
+
+
+def _one_attempt(ev: Evidence) -> Outcome:
+    n = len(ev.attempts)
+    want = "a single attempt (no reconnect)"
+    if n == 1:
+        return Outcome.passed(want, "1 attempt")
+    return Outcome.failed(want, f"{n} attempts")
+
+
+def _in_order(ev: Evidence) -> list[str]:
+    ans = answer(ev)
+    return [ans[i] for i in sorted(ans)]
+
+
+# -- checks ---------------------------------------------------------------------
+
+
+def _check_before_first_chunk(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    if not ev.attempts:
+        return Outcome.failed("an attempt", "no attempt reached the server")
+    first = ev.attempts[0]
+    retried = (
+        Outcome.passed("a new attempt after the abandoned one", f"{len(ev.attempts)} attempts")
+        if len(ev.attempts) >= 2
+        else Outcome.failed("a new attempt after the abandoned one", "1 attempt")
+    )
+    return all_of(
+        abandoned_in_window(first, policy),
+        retried,
+        ended_with_done(ev),
+        delivered_exactly(ev, _in_order(ev)),
+    )
+
+
+def _check_after_first_chunk(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    if not ev.attempts:
+        return Outcome.failed("an attempt", "no attempt reached the server")
+    first = ev.attempts[0]
+    sent = [e.data for e in first.data_events]
+    return all_of(
+        abandoned_in_window(first, policy),
+        _one_attempt(ev),
+        delivered_exactly(ev, sent),
+        ended_with_error(ev, ["stalled"]),
+    )
+
+
+def _check_state(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    return stalled_state_before_close(ev, policy)
+
+
+def _check_keepalive(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    if policy.idle_rule == "bytes":
+        return kept_through_silence(ev, policy)
+    return _check_after_first_chunk(ev, policy)
+
+
+# -- scripts --------------------------------------------------------------------
+
+
+def _forever_after(after: int) -> Stream:
+    return Stream(events=EVENTS, stall=Stall(after=after, seconds=None))
+
+
+def _gap_steps(p: ClientPolicy) -> list[Step]:
+    return [Stream(events=EVENTS, stall=Stall(after=K - 1, seconds=LEGIT_GAP * p.stall_timeout))]
+
+
+def _keepalive_steps(p: ClientPolicy) -> list[Step]:
+    beat = KEEPALIVE_FRACTION * p.stall_timeout
+    # Rule "data": keepalives forever, the client must leave. Rule "bytes": a stretch
+    # that outlasts a data-judging client's timeout, then the rest of the answer.
+    seconds = _keepalive_stretch(p) if p.idle_rule == "bytes" else None
+    return [Stream(events=EVENTS, stall=Stall(after=K, seconds=seconds, keepalive=beat))]
+
+
+def _keepalive_stretch(p: ClientPolicy) -> float:
+    return p.stall_timeout + p.stall_check_interval + KEEPALIVE_EXTRA
+
+
+def _abandon_wait(p: ClientPolicy) -> float:
+    return p.stall_timeout + p.stall_check_interval + UPPER_BOUND_SLACK
+
+
+def _keepalive_wait(p: ClientPolicy) -> float:
+    return _keepalive_stretch(p) if p.idle_rule == "bytes" else _abandon_wait(p)
+
+
+# -- rows -----------------------------------------------------------------------
+
+
+def _timeout(seconds: float) -> Callable[[ClientPolicy], ClientPolicy]:
+    """A shorter stall timeout, the check interval scaled with it (the profile's ratio)."""
+
+    def tune(policy: ClientPolicy) -> ClientPolicy:
+        ratio = policy.stall_check_interval / policy.stall_timeout
+        return replace(policy, stall_timeout=seconds, stall_check_interval=seconds * ratio)
+
+    return tune
+
+
+def _first_chunk_governs(policy: ClientPolicy, transport: str) -> str | None:
+    limit = policy.first_chunk_timeout
+    if limit is not None and limit <= policy.stall_timeout:
+        return (
+            f"its time-to-first-chunk timeout ({limit:.3f}s) ends a silence before the "
+            "first chunk first (see SC-RETRY-27)"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class _Row:
+    title: str
+    requirement: str
+    source: str
+    steps: Callable[[ClientPolicy], Sequence[Step]]
+    check: Check
+    timeout: float
+    waits: Callable[[ClientPolicy], float] = _abandon_wait
+    retries: int = 0
+    settle: bool = False
+    applies: Callable[[ClientPolicy, str], str | None] | None = None
+
+
+ROWS: list[_Row] = [
+    _Row(
+        "A stream silent before its first chunk is abandoned in time and retried",
+        "A client MUST abandon a connection that stays silent after the headers for longer "
+        "than its stall timeout (within one check interval), and MUST retry it: nothing "
+        "reached the consumer yet.",
+        SEED,
+        lambda p: [_forever_after(0), Stream(events=EVENTS)],
+        _check_before_first_chunk,
+        SHORT_TIMEOUT,
+        retries=1,
+        applies=_first_chunk_governs,
+    ),
+    _Row(
+        f"A stream silent after chunk {K} is abandoned in time and the stall surfaced",
+        "A client MUST abandon a stream that goes silent after its first chunk for longer "
+        "than its stall timeout (within one check interval), MUST NOT retry or replace it, "
+        "and MUST surface the stall to the consumer as an error.",
+        COMMIT,
+        lambda p: [_forever_after(K), Stream(events=EVENTS)],
+        _check_after_first_chunk,
+        SHORT_TIMEOUT,
+        settle=True,
+    ),
+    _Row(
+        "The stalled state is surfaced before the stream is abandoned",
+        'A client MUST surface a silent stream as "stalled" to its consumer before it '
+        "abandons the connection.",
+        SURFACE,
+        lambda p: [_forever_after(K)],
+        _check_state,
+        SHORT_TIMEOUT,
+    ),
+    _Row(
+        "A gap of 2/3 of the stall timeout is waited out",
+        "A client MUST NOT abandon a stream whose silences stay below its stall timeout "
+        "(the seed's 60-second research phase under a 90-second timeout).",
+        SEED,
+        _gap_steps,
+        kept_through_silence,
+        GAP_TIMEOUT,
+        waits=lambda p: LEGIT_GAP * p.stall_timeout,
+    ),
+    _Row(
+        "A keepalive-only stretch is judged by the profile's idle rule",
+        'Under the idle rule "bytes" a client MUST NOT abandon a stream that sends only '
+        'keepalive comments for longer than its stall timeout; under the rule "data" it '
+        "MUST abandon it within one check interval of the timeout and surface the stall.",
+        IDLE,
+        _keepalive_steps,
+        _check_keepalive,
+        KEEPALIVE_TIMEOUT,
+        waits=_keepalive_wait,
+    ),
+]
+
+
+def _make(row: _Row, transport: Transport, case_id: str) -> Case:
+    tune = _timeout(row.timeout)
+    case = Case(
+        id=case_id,
+        title=row.title,
+        level=Level.MUST,
+        requirement=row.requirement,
+        source=row.source,
+        play=one_stream(row.steps, retries=row.retries, waits=row.waits, settle=row.settle),
+        check=row.check,
+        transport=transport,
+        needs=frozenset({transport, "stall"}),
+        tune=tune,
+    )
+    applies = row.applies
+    if applies is None:
+        return case
+    # Judged on the policy the case runs with, not the untuned profile.
+    return replace(case, applies=lambda p, t: applies(tune(p), t))
+
+
+for _n, _row in enumerate(ROWS, start=1):
+    register(_make(_row, "get", f"SC-STALL-{2 * _n - 1}"))
+    register(_make(_row, "post", f"SC-STALL-{2 * _n}"))

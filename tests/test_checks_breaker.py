@@ -1,0 +1,351 @@
+"""The breaker checks' judgement on hand-built records: a correct client passes,
+each mistake fails, and the timing bounds sit where docs/timing-breaker.md says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from conformance import Delivery, Evidence, get_case
+from conformance._profiles import get_profile
+from conformance.cases import breaker
+from conformance.cases._common import PATH
+from conformance.reference import ClientPolicy
+from fake_servers import Attempt, SentEvent
+
+SEED = get_profile("seed-eventsource").at("test")
+PIPELINE = get_profile("seed-pipeline").at("test")
+OTHER, CANARY = breaker.OTHER, breaker.CANARY
+K = SEED.breaker.threshold
+TOKENS = ("a", "b", "c")
+
+
+def policy_for(case_id: str, base: ClientPolicy = SEED) -> ClientPolicy:
+    """The policy the runner judges the case by: the profile's, tuned by the case."""
+    case = get_case(case_id)
+    return case.tune(base) if case.tune is not None else base
+
+
+def attempt(
+    path: str,
+    at: float,
+    *,
+    status: int = 503,
+    number: int = 1,
+    events: int = 0,
+    lasts: float = 0.002,
+    end: str = "completed",
+) -> Attempt:
+    sent = tuple(
+        SentEvent(i, "data", None, TOKENS[i - 1], at + 0.001 * i) for i in range(1, events + 1)
+    )
+    return Attempt(
+        seq=0,
+        number=number,
+        method="GET",
+        path=path,
+        query="",
+        headers=(),
+        body_size=0,
+        body_sha256="",
+        arrived_at=at,
+        step=0,
+        status=status,
+        headers_at=at + 0.001,
+        events=sent,
+        ended_at=at + lasts,
+        end=end,  # type: ignore[arg-type]
+    )
+
+
+def failures(path: str, n: int, start: float = 0.0, gap: float = 0.01) -> list[Attempt]:
+    return [attempt(path, start + i * gap, number=i + 1) for i in range(n)]
+
+
+def answered(stream: str, at: float, count: int = 3) -> list[Delivery]:
+    """The stream delivered the answer's chunks, then done."""
+    chunks = [Delivery(stream, "chunk", at + 0.001 * i, data=TOKENS[i]) for i in range(count)]
+    return [*chunks, Delivery(stream, "done", at + 0.01)]
+
+
+def error(stream: str, kind: str, at: float) -> Delivery:
+    return Delivery(stream, "error", at, error=kind)  # type: ignore[arg-type]
+
+
+def judge(
+    case_id: str,
+    attempts: Sequence[Attempt],
+    deliveries: Sequence[Delivery],
+    base: ClientPolicy = SEED,
+) -> bool:
+    ev = Evidence(tuple(attempts), (), tuple(deliveries))
+    return get_case(case_id).check(ev, policy_for(case_id, base)).ok
+
+
+def opened(extra_gap: float, cooldown: float) -> list[Attempt]:
+    """K failures, then the probe ``cooldown + extra_gap`` after the last one arrived."""
+    atts = failures(PATH, K)
+    probe_at = atts[-1].arrived_at + cooldown + extra_gap
+    return [*atts, attempt(PATH, probe_at, status=200, number=K + 1, events=3)]
+
+
+class TestOpens:
+    cooldown = policy_for("SC-BREAKER-1").breaker.cooldown
+
+    def test_silence_for_the_cooldown_then_one_probe_passes(self) -> None:
+        """K failures, a cooldown of silence, a probe that delivers the answer: conformant."""
+        assert judge("SC-BREAKER-1", opened(0.01, self.cooldown), answered("s1", 1.0))
+
+    def test_a_request_during_the_cooldown_fails(self) -> None:
+        """A request 0.05 s after the K-th failure means the breaker never opened."""
+        atts = opened(0.05 - self.cooldown, self.cooldown)
+        assert not judge("SC-BREAKER-1", atts, answered("s1", 1.0))
+
+    @pytest.mark.parametrize(("early", "ok"), [(0.001, True), (0.005, False)])
+    def test_the_lower_bound_allows_only_clock_granularity(self, early: float, ok: bool) -> None:
+        """Up to LOWER_BOUND_SLACK (2 ms) early is clock granularity; 5 ms early fails."""
+        assert judge("SC-BREAKER-1", opened(-early, self.cooldown), answered("s1", 1.0)) is ok
+
+    def test_an_extra_request_fails(self) -> None:
+        """A second probe after the successful one fails the request count."""
+        atts = opened(0.01, self.cooldown)
+        atts.append(attempt(PATH, 2.0, status=200, number=K + 2, events=3))
+        assert not judge("SC-BREAKER-1", atts, answered("s1", 1.0))
+
+    def test_a_failed_probe_needs_another_cooldown(self) -> None:
+        """SC-BREAKER-7: the request after a failed probe waits a second cooldown."""
+        cooldown = policy_for("SC-BREAKER-7").breaker.cooldown
+        atts = failures(PATH, K)
+        probe = attempt(PATH, 0.05 + cooldown, number=K + 1)
+        late = attempt(PATH, probe.arrived_at + cooldown + 0.01, status=200, events=3)
+        early = attempt(PATH, probe.arrived_at + 0.02, status=200, events=3)
+        assert judge("SC-BREAKER-7", [*atts, probe, late], answered("s1", 2.0))
+        assert not judge("SC-BREAKER-7", [*atts, probe, early], answered("s1", 2.0))
+
+
+class TestSingleProbe:
+    cooldown = policy_for("SC-BREAKER-3").breaker.cooldown
+
+    def wave(self) -> list[Attempt]:
+        return [attempt(f"{PATH}/w{i}", 0.001 * i, lasts=0.1) for i in range(10)]
+
+    def retry(self, i: int, at: float) -> Attempt:
+        return attempt(f"{PATH}/w{i}", at, number=2, lasts=0.1)
+
+    def test_one_probe_then_the_others_pass(self) -> None:
+        """One retry after the cooldown, the next only after it was answered: conformant."""
+        probe_at = 0.001 + self.cooldown + 0.01
+        atts = [*self.wave(), self.retry(3, probe_at), self.retry(4, probe_at + 0.2)]
+        assert judge("SC-BREAKER-3", atts, [])
+
+    def test_a_crowd_of_probes_fails(self) -> None:
+        """Ten retries within milliseconds of each other after the cooldown fail."""
+        probe_at = 0.001 + self.cooldown + 0.01
+        atts = [*self.wave(), *(self.retry(i, probe_at + 0.002 * i) for i in range(10))]
+        assert not judge("SC-BREAKER-3", atts, [])
+
+    def test_a_retry_during_the_cooldown_fails(self) -> None:
+        """A retry before the cooldown elapsed fails even when alone."""
+        assert not judge("SC-BREAKER-3", [*self.wave(), self.retry(0, 0.2)], [])
+
+    def test_no_probe_or_no_waiters_fails(self) -> None:
+        """Without a probe, or with fewer than two waiting streams, the case fails."""
+        assert not judge("SC-BREAKER-3", self.wave(), [])
+        one = [attempt(f"{PATH}/w0", 0.0, lasts=0.1), self.retry(0, 1.0)]
+        assert not judge("SC-BREAKER-3", one, [])
+
+
+def canary_tail(
+    start: float, *, s2_admitted: bool = True, canary_ok: bool = True
+) -> tuple[list[Attempt], list[Delivery]]:
+    """s2's K-1 failures and its hanging K-th request, then the canary."""
+    atts: list[Attempt] = []
+    deliveries: list[Delivery] = []
+    if s2_admitted:
+        atts += failures(OTHER, K - 1, start)
+        atts.append(attempt(OTHER, start + 0.1, status=200, number=K, end="client_closed"))
+    else:
+        deliveries.append(error("s2", "circuit_open", start))
+    if canary_ok:
+        atts.append(attempt(CANARY, start + 0.2, status=200, events=3))
+        deliveries += answered("canary", start + 0.21)
+    else:
+        deliveries.append(error("canary", "circuit_open", start + 0.2))
+    return atts, deliveries
+
+
+class TestClosedAgain:
+    cooldown = policy_for("SC-BREAKER-5").breaker.cooldown
+
+    def judge(self, **tail: bool) -> bool:
+        atts, deliveries = canary_tail(2.0, **tail)
+        return judge(
+            "SC-BREAKER-5",
+            [*opened(0.01, self.cooldown), *atts],
+            [*answered("s1", 1.0), *deliveries],
+        )
+
+    def test_closed_and_reset_passes(self) -> None:
+        """After the good probe a new stream runs K-1 failures and the canary gets through."""
+        assert self.judge()
+
+    def test_a_refused_new_stream_fails(self) -> None:
+        """A new stream refused after the good probe: the breaker never closed."""
+        assert not self.judge(s2_admitted=False)
+
+    def test_a_refused_canary_fails(self) -> None:
+        """A canary refused after K-1 more failures: closing did not reset the count."""
+        assert not self.judge(canary_ok=False)
+
+    def test_success_resets_the_count(self) -> None:
+        """SC-BREAKER-11: K-1 failures, the answer, K-1 failures, and the canary is admitted."""
+        s1 = [*failures(PATH, K - 1), attempt(PATH, 0.1, status=200, number=K, events=3)]
+        for canary_ok in (True, False):
+            atts, deliveries = canary_tail(1.0, canary_ok=canary_ok)
+            ok = judge("SC-BREAKER-11", [*s1, *atts], [*answered("s1", 0.2), *deliveries])
+            assert ok is canary_ok
+
+
+class TestFailFast:
+    s1 = failures(PATH, K)
+
+    def test_circuit_open_without_a_request_passes(self) -> None:
+        """After K failures a new stream gets circuit_open and sends nothing."""
+        assert judge("SC-BREAKER-9", self.s1, [error("s2", "circuit_open", 0.2)])
+
+    def test_a_new_stream_that_gets_through_fails(self) -> None:
+        """A new stream reaching the server while open fails."""
+        atts = [*self.s1, attempt(OTHER, 1.3, status=200, events=3)]
+        assert not judge("SC-BREAKER-9", atts, answered("s2", 1.31))
+
+    def test_another_error_kind_fails(self) -> None:
+        """Failing without a request, but not as circuit_open, is not the breaker's error."""
+        assert not judge("SC-BREAKER-9", self.s1, [error("s2", "gave_up", 0.2)])
+
+    def test_before_the_kth_failure_it_proves_nothing(self) -> None:
+        """If fewer than K failures were answered before the error, the case fails."""
+        assert not judge("SC-BREAKER-9", self.s1, [error("s2", "circuit_open", 0.035)])
+
+
+def midstream(n: int, canary_delay: float | None) -> tuple[list[Attempt], list[Delivery]]:
+    """n streams that each fail after two chunks, then the canary ``canary_delay`` later."""
+    atts: list[Attempt] = []
+    deliveries: list[Delivery] = []
+    for i in range(1, n + 1):
+        start = 0.1 * i
+        atts.append(attempt(PATH, start, status=200, number=i, events=2, end="aborted"))
+        deliveries += answered(f"m{i}", start + 0.01, count=2)[:-1]
+        deliveries.append(error(f"m{i}", "truncated", start + 0.02))
+    last = 0.1 * n + 0.02
+    if canary_delay is None:
+        deliveries.append(error("canary", "circuit_open", last + 0.001))
+    else:
+        atts.append(attempt(CANARY, last + canary_delay, status=200, events=3))
+        deliveries += answered("canary", last + canary_delay + 0.01)
+    return atts, deliveries
+
+
+class TestMidstream:
+    @pytest.mark.parametrize(
+        ("case_id", "base", "n"),
+        [
+            ("SC-BREAKER-13", SEED, K),
+            ("SC-BREAKER-21", PIPELINE, PIPELINE.breaker.min_throughput),
+        ],
+    )
+    def test_the_canary_must_connect_at_once(
+        self, case_id: str, base: ClientPolicy, n: int
+    ) -> None:
+        """Admitted within UPPER_BOUND_SLACK passes; late or refused fails."""
+        assert judge(case_id, *midstream(n, 0.005), base=base)
+        assert judge(case_id, *midstream(n, 0.49), base=base)
+        assert not judge(case_id, *midstream(n, 0.6), base=base)
+        assert not judge(case_id, *midstream(n, None), base=base)
+
+    def test_a_retried_stream_fails(self) -> None:
+        """A mid-stream failure that is retried breaks the premise (and the commit)."""
+        atts, deliveries = midstream(K, 0.005)
+        atts.append(attempt(PATH, 0.15, status=200, number=K + 1, events=3))
+        assert not judge("SC-BREAKER-13", atts, deliveries)
+
+
+def planned(
+    plan_for: breaker.Plan, *, canary_ok: bool, refused: int | None = None
+) -> tuple[list[Attempt], list[Delivery]]:
+    """Records of a plan as a correct client makes them; stream ``refused`` fails fast."""
+    atts: list[Attempt] = []
+    deliveries: list[Delivery] = []
+    streams = [item for item in plan_for if not isinstance(item, float)]
+    for i, steps in enumerate(streams, start=1):
+        if i == refused:
+            deliveries.append(error(f"p{i}", "circuit_open", i))
+            continue
+        atts += [attempt(f"{PATH}/{i}", i + 0.01 * n, number=n + 1) for n in range(len(steps))]
+        deliveries.append(error(f"p{i}", "gave_up", i + 0.5))
+    if canary_ok:
+        atts.append(attempt(CANARY, 50.0, status=200, events=3))
+        deliveries += answered("canary", 50.01)
+    else:
+        deliveries.append(error("canary", "circuit_open", 50.0))
+    return atts, deliveries
+
+
+class TestRatio:
+    def test_the_plans_reach_exactly_what_they_claim(self) -> None:
+        """Opening plan: min-throughput calls, half failing, the last one a failure."""
+        plan = breaker._planned(breaker._plan_opens(PIPELINE))
+        calls = [type(step).__name__ for steps in plan for step in steps]
+        assert len(calls) == PIPELINE.breaker.min_throughput
+        assert calls.count("Respond") == 5
+        assert calls[-1] == "Respond"
+        below = breaker._planned(breaker._plan_below_minimum(PIPELINE))
+        assert sum(len(steps) for steps in below) == PIPELINE.breaker.min_throughput - 1
+        window = breaker._plan_window(PIPELINE)
+        assert PIPELINE.breaker.window < next(i for i in window if isinstance(i, float))
+
+    @pytest.mark.parametrize(
+        ("case_id", "plan", "opens"),
+        [
+            ("SC-BREAKER-15", breaker._plan_opens, True),
+            ("SC-BREAKER-17", breaker._plan_below_minimum, False),
+            ("SC-BREAKER-19", breaker._plan_window, False),
+        ],
+    )
+    def test_the_canary_decides(
+        self, case_id: str, plan: Callable[[ClientPolicy], breaker.Plan], opens: bool
+    ) -> None:
+        """The canary is refused exactly when the ratio opens the breaker."""
+        steps = plan(policy_for(case_id, PIPELINE))
+        assert judge(case_id, *planned(steps, canary_ok=not opens), base=PIPELINE)
+        assert not judge(case_id, *planned(steps, canary_ok=opens), base=PIPELINE)
+
+    def test_a_stream_refused_midway_fails(self) -> None:
+        """A planned stream that met an open breaker breaks the plan's calls."""
+        steps = breaker._plan_below_minimum(policy_for("SC-BREAKER-17", PIPELINE))
+        records = planned(steps, canary_ok=True, refused=2)
+        assert not judge("SC-BREAKER-17", *records, base=PIPELINE)
+
+
+class TestPolicies:
+    def test_fast_keeps_the_cooldown_to_backoff_ratio(self) -> None:
+        """The fast variant scales the cooldown and every backoff duration alike."""
+        fast = breaker._fast(SEED)
+        assert fast.breaker.cooldown == pytest.approx(breaker.FAST_COOLDOWN)
+        ratio = SEED.breaker.cooldown / SEED.backoff.cap(1)
+        assert fast.breaker.cooldown / fast.backoff.cap(1) == pytest.approx(ratio)
+        assert fast.breaker.threshold == SEED.breaker.threshold
+        assert breaker._fast_single(SEED).breaker.threshold == 1
+
+    def test_cases_apply_to_their_breaker_kind(self) -> None:
+        """Consecutive cases skip the pipeline profile; ratio cases skip the seed ones."""
+        assert get_case("SC-BREAKER-1").applies(PIPELINE, "get") is not None
+        assert get_case("SC-BREAKER-1").applies(SEED, "get") is None
+        assert get_case("SC-BREAKER-15").applies(SEED, "get") is not None
+        assert get_case("SC-BREAKER-15").applies(PIPELINE, "get") is None
+
+    def test_fail_fast_needs_a_cooldown_above_the_slack(self) -> None:
+        """A cooldown too short to tell waiting from failing fast is not applicable."""
+        short = policy_for("SC-BREAKER-1")  # 0.25 s
+        assert get_case("SC-BREAKER-9").applies(short, "get") is not None
+        assert get_case("SC-BREAKER-9").applies(SEED, "get") is None

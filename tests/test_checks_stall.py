@@ -1,0 +1,391 @@
+"""The stall, offline and cancel checks on hand-built records: a correct client passes,
+each mistake fails."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from conformance import Delivery, Evidence, get_case
+from conformance._checks import LOWER_BOUND_SLACK, UPPER_BOUND_SLACK
+from conformance._profiles import get_profile
+from conformance.cases.cancel import closed_by_client_within
+from conformance.cases.offline import (
+    KIT,
+    OFFLINE,
+    OFFLINE_SENT,
+    ONLINE,
+    closed_after,
+    quiet_between,
+    reconnected_within,
+)
+from conformance.cases.stall import (
+    CONNECT_ALLOWANCE,
+    abandoned_in_window,
+    kept_through_silence,
+    last_activity,
+    stalled_state_before_close,
+)
+from fake_servers import Attempt, Connection, SentEvent
+
+EVENTSOURCE = get_profile("seed-eventsource").at("test")
+PIPELINE = get_profile("seed-pipeline").at("test")
+TOKENS = [f"tok{i}" for i in range(1, 7)]
+
+
+def tuned(case_id: str, policy=EVENTSOURCE):
+    case = get_case(case_id)
+    assert case.tune is not None
+    return case.tune(policy)
+
+
+SHORT = tuned("SC-STALL-3")  # timeout 0.3 s
+T, EVERY = SHORT.stall_timeout, SHORT.stall_check_interval
+
+
+def attempt(
+    seq: int = 1,
+    events: Sequence[tuple[int, float]] = (),
+    *,
+    comments: Sequence[float] = (),
+    arrived: float = 0.0,
+    headers: float | None = 0.001,
+    ended: float | None = None,
+    end: str | None = "client_closed",
+) -> Attempt:
+    """An attempt; ``events`` are (index, sent at) data events."""
+    sent = [SentEvent(i, "data", None, TOKENS[i - 1], at) for i, at in events]
+    sent += [SentEvent(0, "comment", None, "keepalive", at) for at in comments]
+    return Attempt(
+        seq=seq,
+        number=seq,
+        method="GET",
+        path="/v1/stream",
+        query="",
+        headers=(),
+        body_size=0,
+        body_sha256="",
+        arrived_at=arrived,
+        step=seq - 1,
+        status=200,
+        headers_at=headers,
+        events=tuple(sorted(sent, key=lambda e: e.at)),
+        ended_at=ended,
+        end=end,  # type: ignore[arg-type]
+    )
+
+
+def chunks(*indexes: int, at: float = 0.01) -> list[Delivery]:
+    return [
+        Delivery("s1", "chunk", at + 0.001 * n, data=TOKENS[i - 1]) for n, i in enumerate(indexes)
+    ]
+
+
+def state(name: str, at: float, stream: str = "s1") -> Delivery:
+    return Delivery(stream, "state", at, state=name)
+
+
+def done(at: float, stream: str = "s1") -> Delivery:
+    return Delivery(stream, "done", at)
+
+
+def stalled_error(at: float) -> Delivery:
+    return Delivery("s1", "error", at, error="stalled")
+
+
+def kit(what: str, at: float) -> Delivery:
+    return Delivery(KIT, "log", at, data=what)
+
+
+def evidence(attempts, deliveries=(), connections=()) -> Evidence:
+    return Evidence(tuple(attempts), tuple(connections), tuple(deliveries))
+
+
+def connection(seq: int, opened: float, closed: float | None = None, fault: str = "") -> Connection:
+    return Connection(seq, opened, ("127.0.0.1", 40000 + seq), fault, closed_at=closed)
+
+
+class TestLastActivity:
+    def test_bytes_counts_headers_comments_and_data(self):
+        """Under rule "bytes" the latest of headers, comments and data resets the timer."""
+        a = attempt(events=[(1, 0.1)], comments=[0.2, 0.3])
+        assert last_activity(a, "bytes", until=1.0) == 0.3
+
+    def test_data_counts_data_events_only(self):
+        """Under rule "data" keepalive comments and headers do not reset the timer."""
+        a = attempt(events=[(1, 0.1)], comments=[0.2, 0.3])
+        assert last_activity(a, "data", until=1.0) == 0.1
+
+    def test_only_what_was_sent_before_the_moment_counts(self):
+        """Events after ``until`` are ignored."""
+        a = attempt(events=[(1, 0.1), (2, 0.5)])
+        assert last_activity(a, "bytes", until=0.4) == 0.1
+
+    def test_data_before_any_data_allows_for_the_connect(self):
+        """With no data yet, a data timer may have started before the request arrived."""
+        a = attempt(arrived=1.0, headers=1.01)
+        assert last_activity(a, "data", until=5.0) == 1.0 - CONNECT_ALLOWANCE
+
+
+class TestAbandonedInWindow:
+    def test_closed_after_timeout_and_one_interval_passes(self):
+        """A close between the timeout and timeout + interval after the last byte passes."""
+        a = attempt(events=[(1, 0.1), (2, 0.1)], ended=0.1 + T + EVERY / 2)
+        assert abandoned_in_window(a, SHORT).ok
+
+    def test_closed_within_the_upper_slack_passes(self):
+        """A close late by less than the scheduling slack still passes."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY + UPPER_BOUND_SLACK - 0.01)
+        assert abandoned_in_window(a, SHORT).ok
+
+    def test_closed_before_the_timeout_fails(self):
+        """A client that gives up before the timeout fails (strict lower bound)."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T - 2 * LOWER_BOUND_SLACK)
+        outcome = abandoned_in_window(a, SHORT)
+        assert not outcome.ok
+        assert "only" in outcome.observed
+
+    def test_closed_too_late_fails(self):
+        """A close later than timeout + interval + slack fails."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY + UPPER_BOUND_SLACK + 0.01)
+        assert not abandoned_in_window(a, SHORT).ok
+
+    def test_never_closed_fails(self):
+        """A silent connection the client never closed fails."""
+        a = attempt(events=[(1, 0.1)], ended=None, end=None)
+        outcome = abandoned_in_window(a, SHORT)
+        assert not outcome.ok
+        assert "still open" in outcome.observed
+
+    def test_closed_by_the_server_is_not_an_abandonment(self):
+        """An attempt the server completed was not abandoned by the client."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T, end="completed")
+        assert not abandoned_in_window(a, SHORT).ok
+
+    def test_before_the_first_chunk_the_headers_start_the_silence(self):
+        """Under "bytes", silence before the first chunk counts from the headers."""
+        a = attempt(headers=0.05, ended=0.05 + T + 0.01)
+        assert abandoned_in_window(a, SHORT).ok
+        assert not abandoned_in_window(attempt(headers=0.05, ended=0.05 + T - 0.01), SHORT).ok
+
+    def test_data_rule_ignores_keepalives(self):
+        """Under "data", keepalive comments do not move the window."""
+        policy = tuned("SC-STALL-9", PIPELINE)
+        t = policy.stall_timeout
+        a = attempt(events=[(1, 0.1)], comments=[0.2, 0.3, 0.4], ended=0.1 + t + 0.01)
+        assert abandoned_in_window(a, policy).ok
+
+
+class TestKeptThroughSilence:
+    def test_read_to_the_end_passes(self):
+        """One attempt, completed, every chunk once: the gap was waited out."""
+        a = attempt(events=[(1, 0.1), (2, 0.7), (3, 0.7)], ended=0.71, end="completed")
+        ev = evidence([a], [*chunks(1, 2, 3), done(0.72)])
+        assert kept_through_silence(ev, tuned("SC-STALL-7")).ok
+
+    def test_abandoned_during_a_gap_below_the_timeout_fails(self):
+        """Closing 0.4 s into a 0.6 s gap under a 0.9 s timeout fails."""
+        a = attempt(events=[(1, 0.1)], ended=0.5)
+        ev = evidence([a], [*chunks(1), stalled_error(0.5)])
+        outcome = kept_through_silence(ev, tuned("SC-STALL-7"))
+        assert not outcome.ok
+        assert "below" in outcome.observed
+
+    def test_a_gap_the_server_stretched_past_the_timeout_is_not_held_against_the_client(self):
+        """If the server itself went silent for the whole timeout, leaving was allowed."""
+        policy = tuned("SC-STALL-7")
+        a = attempt(events=[(1, 0.1)], ended=0.1 + policy.stall_timeout + 0.05)
+        ev = evidence([a], [*chunks(1), stalled_error(1.1)])
+        assert kept_through_silence(ev, policy).ok
+
+    def test_a_reconnect_fails(self):
+        """Replacing the connection is not waiting the gap out."""
+        first = attempt(1, events=[(1, 0.1)], ended=1.2, end="completed")
+        second = attempt(2, events=[(1, 1.3), (2, 1.3)], arrived=1.25, ended=1.31, end="completed")
+        ev = evidence([first, second], [*chunks(1, 2), done(1.4)])
+        assert not kept_through_silence(ev, tuned("SC-STALL-7")).ok
+
+    def test_keepalives_count_as_activity_under_bytes(self):
+        """A close 0.1 s after a keepalive is too early under rule "bytes"."""
+        policy = tuned("SC-STALL-9")
+        a = attempt(events=[(1, 0.1), (2, 0.1)], comments=[0.25, 0.4], ended=0.5)
+        ev = evidence([a], [*chunks(1, 2), stalled_error(0.5)])
+        assert not kept_through_silence(ev, policy).ok
+
+
+class TestStalledState:
+    def test_a_stalled_state_during_the_silence_passes(self):
+        """The state arrives after the last byte and before the close."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY)
+        ev = evidence([a], [*chunks(1, at=0.11), state("stalled", 0.1 + EVERY)])
+        assert stalled_state_before_close(ev, SHORT).ok
+
+    def test_no_stalled_state_fails(self):
+        """Abandoning without ever surfacing the stall fails."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY)
+        ev = evidence([a], [*chunks(1, at=0.11), state("failed", 0.1 + T + EVERY)])
+        outcome = stalled_state_before_close(ev, SHORT)
+        assert not outcome.ok
+        assert "failed" in outcome.observed
+
+    def test_a_stalled_state_after_the_close_fails(self):
+        """Saying "stalled" only once the connection is gone is not before acting on it."""
+        a = attempt(events=[(1, 0.1)], ended=0.5)
+        ev = evidence([a], [*chunks(1, at=0.11), state("stalled", 0.6)])
+        assert not stalled_state_before_close(ev, SHORT).ok
+
+    def test_a_stalled_state_before_the_silence_fails(self):
+        """A state from before the last byte is not about this silence."""
+        a = attempt(events=[(1, 0.1), (2, 0.3)], ended=0.8)
+        ev = evidence([a], [state("stalled", 0.2), *chunks(1, 2, at=0.31)])
+        assert not stalled_state_before_close(ev, SHORT).ok
+
+
+class TestStallCases:
+    def test_silence_before_the_first_chunk_abandoned_and_retried_passes(self):
+        """SC-STALL-1: abandoned in the window, retried, the answer delivered once."""
+        first = attempt(1, headers=0.01, ended=0.01 + T + EVERY / 2)
+        second = attempt(2, events=[(1, 0.4), (2, 0.4)], arrived=0.39, ended=0.41, end="completed")
+        ev = evidence([first, second], [*chunks(1, 2, at=0.42), done(0.43)])
+        assert get_case("SC-STALL-1").check(ev, SHORT).ok
+
+    def test_silence_before_the_first_chunk_not_retried_fails(self):
+        """SC-STALL-1: giving up instead of retrying before the commit fails."""
+        first = attempt(1, headers=0.01, ended=0.01 + T + EVERY / 2)
+        ev = evidence([first], [stalled_error(0.4)])
+        assert not get_case("SC-STALL-1").check(ev, SHORT).ok
+
+    def test_silence_after_the_commit_surfaced_passes(self):
+        """SC-STALL-3: abandoned in the window, one attempt, the stall surfaced."""
+        a = attempt(events=[(1, 0.1), (2, 0.1)], ended=0.1 + T + EVERY / 2)
+        ev = evidence([a], [*chunks(1, 2, at=0.11), stalled_error(0.45)])
+        assert get_case("SC-STALL-3").check(ev, SHORT).ok
+
+    def test_silence_after_the_commit_restarted_fails(self):
+        """SC-STALL-3: starting the request again after a chunk duplicates the answer."""
+        a = attempt(1, events=[(1, 0.1), (2, 0.1)], ended=0.1 + T + EVERY / 2)
+        b = attempt(2, events=[(1, 0.5), (2, 0.5), (3, 0.5)], arrived=0.49, end="completed")
+        ev = evidence([a, b], [*chunks(1, 2, at=0.11), *chunks(1, 2, 3, at=0.51), done(0.6)])
+        assert not get_case("SC-STALL-3").check(ev, SHORT).ok
+
+    def test_silence_after_the_commit_reported_as_another_error_fails(self):
+        """SC-STALL-3: the consumer must learn that the stream stalled."""
+        a = attempt(events=[(1, 0.1), (2, 0.1)], ended=0.1 + T + EVERY / 2)
+        error = Delivery("s1", "error", 0.45, error="truncated")
+        ev = evidence([a], [*chunks(1, 2, at=0.11), error])
+        assert not get_case("SC-STALL-3").check(ev, SHORT).ok
+
+    def test_keepalive_only_under_data_must_be_abandoned(self):
+        """SC-STALL-9 under "data": reading through keepalives to the end fails."""
+        policy = tuned("SC-STALL-9", PIPELINE)
+        beats = [0.1 + 0.15 * k for k in range(1, 8)]
+        a = attempt(events=[(1, 0.1), (2, 0.1)], comments=beats, ended=2.0, end="completed")
+        ev = evidence([a], [*chunks(1, 2, at=0.11), done(2.0)])
+        assert not get_case("SC-STALL-9").check(ev, policy).ok
+
+    def test_keepalive_only_under_data_abandoned_in_the_window_passes(self):
+        """SC-STALL-9 under "data": closing one timeout after the last data event passes."""
+        policy = tuned("SC-STALL-9", PIPELINE)
+        t = policy.stall_timeout
+        a = attempt(events=[(1, 0.1), (2, 0.1)], comments=[0.25, 0.4, 0.55], ended=0.1 + t + 0.02)
+        ev = evidence([a], [*chunks(1, 2, at=0.11), stalled_error(0.6)])
+        assert get_case("SC-STALL-9").check(ev, policy).ok
+
+    def test_first_chunk_timeout_makes_the_pre_chunk_case_not_applicable(self):
+        """SC-STALL-1 does not apply when a shorter first-chunk timeout governs."""
+        assert get_case("SC-STALL-1").applies(PIPELINE, "get") is not None
+        assert get_case("SC-STALL-1").applies(EVENTSOURCE, "get") is None
+
+
+class TestOffline:
+    def test_quiet_between_passes_with_nothing_in_the_window(self):
+        """Connections before and after the offline window are fine."""
+        ev = evidence([], connections=[connection(1, 0.1, 0.3), connection(2, 0.6)])
+        assert quiet_between(ev, 0.2, 0.5).ok
+
+    def test_quiet_between_fails_on_a_connection_while_offline(self):
+        """A connection opened while offline fails, naming when."""
+        ev = evidence([], connections=[connection(1, 0.1, 0.3), connection(2, 0.35)])
+        outcome = quiet_between(ev, 0.2, 0.5)
+        assert not outcome.ok
+        assert "connection 2" in outcome.details[0]
+
+    def test_quiet_between_fails_on_a_reused_connection(self):
+        """A request on a kept-alive connection while offline fails too."""
+        ev = evidence([attempt(2, arrived=0.3)])
+        assert not quiet_between(ev, 0.2, 0.5).ok
+
+    def test_closed_after_passes_for_a_prompt_client_close(self):
+        """The attempt open at offline() was closed by the client in time."""
+        a = attempt(arrived=0.0, ended=0.21)
+        assert closed_after((a,), 0.2, UPPER_BOUND_SLACK).ok
+
+    def test_closed_after_fails_when_left_open(self):
+        """An attempt still open (or closed late) fails."""
+        assert not closed_after((attempt(ended=None, end=None),), 0.2, UPPER_BOUND_SLACK).ok
+        assert not closed_after((attempt(ended=0.9),), 0.2, UPPER_BOUND_SLACK).ok
+
+    def test_closed_after_needs_an_open_stream(self):
+        """With nothing open at offline() the premise is missing: fail, saying so."""
+        outcome = closed_after((attempt(ended=0.1, end="completed"),), 0.2, UPPER_BOUND_SLACK)
+        assert not outcome.ok
+        assert "no stream was open" in outcome.observed
+
+    def test_reconnected_within_counts_prompt_requests(self):
+        """Requests after the signal within the bound count; late ones do not."""
+        ev = evidence([attempt(1, arrived=1.01), attempt(2, arrived=1.02), attempt(3, arrived=2.3)])
+        assert reconnected_within(ev, 1.0, UPPER_BOUND_SLACK, count=2).ok
+        outcome = reconnected_within(ev, 1.0, UPPER_BOUND_SLACK, count=3)
+        assert not outcome.ok
+        assert "1.300s" in outcome.observed
+
+    def test_offline_case_passes_and_fails_on_marks(self):
+        """SC-OFFLINE-1 judges from the kit's marks: a reconnect while offline fails."""
+        open_attempt = attempt(2, arrived=0.05, ended=0.101)
+        marks = [kit(OFFLINE, 0.1), kit(OFFLINE_SENT, 0.1001), kit(ONLINE, 0.3)]
+        good = evidence([open_attempt, attempt(3, arrived=0.31, end="completed")], marks)
+        assert get_case("SC-OFFLINE-1").check(good, EVENTSOURCE).ok
+        bad = evidence([open_attempt, attempt(3, arrived=0.11, end="completed")], marks)
+        assert not get_case("SC-OFFLINE-1").check(bad, EVENTSOURCE).ok
+
+    def test_a_case_without_its_marks_fails_and_says_so(self):
+        """Missing marks are reported, never silently passed."""
+        outcome = get_case("SC-OFFLINE-3").check(evidence([attempt()]), EVENTSOURCE)
+        assert not outcome.ok
+        assert "online() signalled" in outcome.observed
+
+    def test_blip_needs_every_stream_back_at_once(self):
+        """SC-OFFLINE-7: one stream held back by a wrongly opened breaker fails."""
+        n = EVENTSOURCE.breaker.threshold
+        reconnects = [attempt(n + i, events=[(1, 1.0)], arrived=1.0 + 0.01 * i) for i in range(n)]
+        streams = [f"s{i}" for i in range(1, n + 1)]
+        delivered = [
+            d for s in streams for d in (Delivery(s, "chunk", 1.1, data=TOKENS[0]), done(1.1, s))
+        ]
+        ev = evidence(reconnects, [kit(ONLINE, 1.0), *delivered])
+        assert get_case("SC-OFFLINE-7").check(ev, EVENTSOURCE).ok
+        late = [*reconnects[:-1], attempt(2 * n, events=[(1, 2.3)], arrived=2.2)]
+        assert not get_case("SC-OFFLINE-7").check(evidence(late, ev.deliveries), EVENTSOURCE).ok
+
+
+class TestCancel:
+    def test_a_prompt_close_passes(self):
+        """The server saw the client leave within the bound."""
+        assert closed_by_client_within(attempt(ended=0.3), 0.25, UPPER_BOUND_SLACK).ok
+
+    def test_reading_to_the_end_fails(self):
+        """A client that read the whole answer after its consumer stopped fails."""
+        outcome = closed_by_client_within(attempt(ended=2.0, end="completed"), 0.25, 0.5)
+        assert not outcome.ok
+        assert "read to its end" in outcome.observed
+
+    def test_a_late_close_fails(self):
+        """Closing long after the consumer stopped fails."""
+        assert not closed_by_client_within(attempt(ended=1.0), 0.25, UPPER_BOUND_SLACK).ok
+
+    def test_break_case_judges_from_the_last_chunk_read(self):
+        """SC-CANCEL-1: measured from the consumer's K-th chunk; a retry fails."""
+        a = attempt(events=[(1, 0.1), (2, 0.15), (3, 0.2)], ended=0.16)
+        ok = evidence([a], chunks(1, 2, at=0.151))
+        assert get_case("SC-CANCEL-1").check(ok, EVENTSOURCE).ok
+        retried = evidence([a, attempt(2, arrived=0.3)], chunks(1, 2, at=0.151))
+        assert not get_case("SC-CANCEL-1").check(retried, EVENTSOURCE).ok
