@@ -28,11 +28,15 @@ from conformance._profiles import (
     policy_from_dict,
     policy_to_dict,
 )
+from conformance._verdict import RULES, Finding, Rule, judge
+from conformance._verdict import Verdict as AppVerdict  # Verdict is the case verdict (PASS...)
 
 __all__ = [
     "BUILTIN_PROFILES",
     "CAPABILITIES",
     "ERROR_KINDS",
+    "RULES",
+    "AppVerdict",
     "Capability",
     "Case",
     "CaseContext",
@@ -40,17 +44,20 @@ __all__ = [
     "DeliveryLog",
     "ErrorKind",
     "Evidence",
+    "Finding",
     "JsonBody",
     "Level",
     "MultipartBody",
     "Outcome",
     "Profile",
     "ProfileError",
+    "Rule",
     "StreamRequest",
     "Verdict",
     "all_cases",
     "get_case",
     "get_profile",
+    "judge",
     "load_profile",
     "policy_from_dict",
     "policy_to_dict",

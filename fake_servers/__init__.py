@@ -31,6 +31,13 @@ _EXPORTS = {
     "drip": "_builders",
     "truncate": "_builders",
     "abort": "_builders",
+    "reply": "_shorthand",
+    "rate_limited": "_shorthand",
+    "outage": "_shorthand",
+    "drop_after": "_shorthand",
+    "stall_after": "_shorthand",
+    "truncate_after": "_shorthand",
+    "error_after": "_shorthand",
     "fixed": "_builders",
     "uniform": "_builders",
     "exponential": "_builders",
@@ -44,6 +51,7 @@ _EXPORTS = {
     "register_format": "_formats",
     "get_format": "_formats",
     "format_names": "_formats",
+    "sent_text": "_formats",
     "FaultProxy": "_proxy",
     "Fault": "_proxy",
 }
@@ -63,7 +71,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         uniform,
     )
     from fake_servers._clock import now
-    from fake_servers._formats import format_names, get_format, register_format
+    from fake_servers._formats import format_names, get_format, register_format, sent_text
     from fake_servers._ledger import Attempt, Connection, Ledger, LedgerTimeout, SentEvent
     from fake_servers._loader import ScenarioError, dump_scenario, load_scenario, parse_scenario
     from fake_servers._proxy import Fault, FaultProxy
@@ -79,6 +87,15 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         Stream,
     )
     from fake_servers._server import FakeServer
+    from fake_servers._shorthand import (
+        drop_after,
+        error_after,
+        outage,
+        rate_limited,
+        reply,
+        stall_after,
+        truncate_after,
+    )
 
 __all__ = [
     "Attempt",
@@ -101,21 +118,29 @@ __all__ = [
     "Stream",
     "abort",
     "drip",
+    "drop_after",
     "dump_scenario",
     "endpoint",
+    "error_after",
     "exponential",
     "fixed",
     "format_names",
     "get_format",
     "load_scenario",
     "now",
+    "outage",
     "parse_scenario",
+    "rate_limited",
     "register_format",
+    "reply",
     "respond",
     "scenario",
+    "sent_text",
     "stall",
+    "stall_after",
     "stream",
     "truncate",
+    "truncate_after",
     "uniform",
 ]
 

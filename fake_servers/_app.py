@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from fake_servers._clock import now
 from fake_servers._ledger import AttemptWriter, Ledger, SentEvent
+from fake_servers._providers import Call, provider_error_body
 from fake_servers._render import (
     Abort,
     Hold,
@@ -126,15 +127,17 @@ class ScriptPlayer:
         writer = self._open(request, body, arrived_at)
         number = self._step_number(request.path, writer, rejected=rejection is not None)
         if rejection is not None:
-            await self._guarded(writer, receive, self._reject(rejection, writer, send))
+            play = self._reject(rejection, writer, send, request.path)
+            await self._guarded(writer, receive, play)
             return
         assert endpoint is not None  # _route_check rejects unknown paths
         step_index, step = endpoint.step_for(number)
         writer.update(step=step_index)
         if isinstance(step, Respond):
-            play = self._respond(step, writer, send)
+            play = self._respond(step, writer, send, request.path)
         else:
-            play = self._stream(step, writer, send, request, scenario.seed, number)
+            call = _call(request, body)
+            play = self._stream(step, writer, send, request, call, scenario.seed, number)
         await self._guarded(writer, receive, play)
 
     # -- request intake -------------------------------------------------------
@@ -248,8 +251,13 @@ class ScriptPlayer:
             self.errors.append(error)
             writer.finish("aborted", f"server error: {error!r}")
 
-    async def _reject(self, rejection: Rejection, writer: AttemptWriter, send: SendFn) -> None:
-        body = error_body(rejection.status, rejection.reason, **rejection.extra)
+    async def _reject(
+        self, rejection: Rejection, writer: AttemptWriter, send: SendFn, path: str
+    ) -> None:
+        status, reason, extra = rejection.status, rejection.reason, rejection.extra
+        body = provider_error_body(path, status, reason, extra) or error_body(
+            status, reason, **extra
+        )
         headers = (
             ("content-type", "application/json"),
             ("content-length", str(len(body))),
@@ -260,10 +268,10 @@ class ScriptPlayer:
         await _finish_body(send, writer, body)
         writer.finish("completed", rejection.reason)
 
-    async def _respond(self, step: Respond, writer: AttemptWriter, send: SendFn) -> None:
+    async def _respond(self, step: Respond, writer: AttemptWriter, send: SendFn, path: str) -> None:
         if step.delay > 0:
             await asyncio.sleep(step.delay)
-        status, headers, body = plan_respond(step, sent_at_epoch=time.time())
+        status, headers, body = plan_respond(step, sent_at_epoch=time.time(), path=path)
         await _start(send, writer, status, headers)
         await _finish_body(send, writer, body)
         writer.finish("completed")
@@ -274,6 +282,7 @@ class ScriptPlayer:
         writer: AttemptWriter,
         send: SendFn,
         request: _Request,
+        call: Call,
         seed: int,
         number: int,
     ) -> None:
@@ -283,11 +292,14 @@ class ScriptPlayer:
             path=request.path,
             attempt=number,
             last_event_id=request.header("last-event-id"),
+            call=call,
         )
         if plan.delay > 0:
             await asyncio.sleep(plan.delay)
-        await _start(send, writer, plan.status, plan.headers)
         playback = _Playback(send, writer)
+        if plan.before_headers is not None:  # a non-streaming reply's stall
+            await playback.hold(plan.before_headers)
+        await _start(send, writer, plan.status, plan.headers)
         for action in plan.actions:
             if isinstance(action, Send):
                 await playback.write(action)
@@ -374,6 +386,7 @@ def _ending_note(step: Stream) -> str:
         "truncate": "truncated",
         "abort": "aborted",
         "abort_mid_line": "aborted mid-line",
+        "error": "in-band error",
     }[step.end]
 
 
@@ -386,6 +399,19 @@ async def _wait_disconnect(receive: Receive) -> float:
 
 
 # -- helpers: request parsing -------------------------------------------------------
+
+
+def _call(request: _Request, body: _Body) -> Call:
+    """What the request asked for: its path and, for a JSON object body, the object."""
+    content_type, _ = parse_options_header(request.header("content-type"))
+    parsed = None
+    if content_type == b"application/json":
+        try:
+            value = json.loads(bytes(body.data))
+        except ValueError:  # _body_check has answered such a request already
+            value = None
+        parsed = value if isinstance(value, dict) else None
+    return Call(path=request.path, body=parsed, body_size=body.size)
 
 
 def _request(scope: Message) -> _Request:

@@ -407,7 +407,7 @@ def stream(
     end: Ending = "done",
     ids: bool = False,
     resume: bool = True,
-    format: str = "openai",
+    format: str = "auto",
     status: int = 200,
     headers: HeadersLike | None = None,
     delay: float = 0.0,
@@ -428,9 +428,11 @@ def stream(
         events: how many data events, >= 0.
         gap: seconds between events, or a ``fixed``/``uniform``/``exponential`` gap.
         end: ``done`` (terminal event), ``truncate`` (clean end without it),
-            ``abort`` (broken connection), ``abort_mid_line`` (broken inside an event).
+            ``abort`` (broken connection), ``abort_mid_line`` (broken inside an event),
+            ``error`` (the format's in-band error event, then a clean end).
         ids: send ``id:`` fields; ``resume``: honour Last-Event-ID by continuing after it.
-        format: the event format's name in the format registry.
+        format: the event format's name in the format registry; ``auto`` (the
+            default): the provider whose path the request is on, else ``openai``.
         status, headers, delay: as for ``respond``; set the Content-Type with ``content_type``.
         stall: a ``Stall`` (or its table): silence after ``stall.after`` events.
         line_ending, bom, comment_every, retry_ms: how the SSE text is laid out.

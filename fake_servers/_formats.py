@@ -15,7 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from fake_servers._ledger import Attempt
+from fake_servers._providers import PROVIDERS, OpenAIFormat, provider_for_path
+
 __all__ = [
+    "AUTO",
     "EventFormat",
     "NamedFormat",
     "OpenAIFormat",
@@ -24,6 +28,7 @@ __all__ = [
     "format_names",
     "get_format",
     "register_format",
+    "sent_text",
     "token",
     "vocabulary",
 ]
@@ -110,38 +115,6 @@ def _json(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class OpenAIFormat:
-    """OpenAI chat completions: ``data: {chunk}`` lines, then ``data: [DONE]``."""
-
-    completion_id: str = "chatcmpl-streamcheck"
-    model: str = "streamcheck-fake-1"
-    created: int = 1_700_000_000  # fixed, so the bytes are reproducible
-
-    @functools.cached_property
-    def _template(self) -> tuple[str, str]:
-        # The chunk around the token, encoded once: only the token varies per event.
-        marker = "\0token\0"
-        chunk = _json(
-            {
-                "id": self.completion_id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "delta": {"content": marker}, "finish_reason": None}],
-            }
-        )
-        head, _, tail = chunk.partition(_json(marker))
-        return head, tail
-
-    def data_event(self, index: int, token: str) -> WireEvent:
-        head, tail = self._template
-        return None, head + _json(token) + tail
-
-    def terminal_event(self) -> WireEvent:
-        return None, "[DONE]"
-
-
-@dataclass(frozen=True)
 class NamedFormat:
     """Named events: ``event: token`` with ``{"text", "index"}``, then ``event: done``."""
 
@@ -152,7 +125,8 @@ class NamedFormat:
         return "done", "{}"
 
 
-_REGISTRY: dict[str, EventFormat] = {"openai": OpenAIFormat(), "named": NamedFormat()}
+AUTO = "auto"  # not a format: the provider whose path it is, else openai
+_REGISTRY: dict[str, EventFormat] = {**PROVIDERS, "named": NamedFormat()}
 
 
 def register_format(name: str, event_format: EventFormat, *, replace: bool = False) -> None:
@@ -164,19 +138,25 @@ def register_format(name: str, event_format: EventFormat, *, replace: bool = Fal
         replace: Allow replacing a format already registered under ``name``.
 
     Raises:
-        ValueError: ``name`` is taken and ``replace`` is false.
+        ValueError: ``name`` is taken and ``replace`` is false, or is ``auto``.
     """
+    if name == AUTO:
+        raise ValueError(f"{AUTO!r} is reserved: it picks the format by the request's path")
     if name in _REGISTRY and not replace:
         raise ValueError(f"event format {name!r} is already registered")
     _REGISTRY[name] = event_format
 
 
-def get_format(name: str) -> EventFormat:
-    """The format registered as ``name``.
+def get_format(name: str, path: str | None = None) -> EventFormat:
+    """The format registered as ``name``; ``auto`` is the format of ``path``'s provider.
+
+    ``auto`` resolves to ``openai`` off the provider paths (and without a path).
 
     Raises:
         KeyError: No such format; the message lists the known names.
     """
+    if name == AUTO:
+        name = (provider_for_path(path) if path is not None else None) or "openai"
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -184,5 +164,18 @@ def get_format(name: str) -> EventFormat:
 
 
 def format_names() -> tuple[str, ...]:
-    """Every registered format name, sorted."""
-    return tuple(sorted(_REGISTRY))
+    """Every name a script can use: the registered formats and ``auto``, sorted."""
+    return tuple(sorted({*_REGISTRY, AUTO}))
+
+
+def sent_text(attempt: Attempt, seed: int) -> str:
+    """The answer text the attempt's data events carried (tokens in the order sent).
+
+    Args:
+        attempt: A ledger attempt.
+        seed: The scenario seed the server ran with (``server.scenario.seed``).
+
+    Returns:
+        The concatenated tokens, as an SDK that read every token would return them.
+    """
+    return "".join(token(seed, attempt.path, event.index) for event in attempt.data_events)

@@ -24,7 +24,10 @@ has the full reference. In short::
     end = "abort"
 
 Every other key of a step is the keyword of the same name of its ``kind``'s
-builder (``respond``, ``stream``, ``stall``, ``drip``, ``truncate``, ``abort``).
+builder (``respond``, ``stream``, ``stall``, ``drip``, ``truncate``, ``abort``), or
+of a failure shorthand (``reply``, ``rate_limited``, ``outage``, ``drop_after``,
+``stall_after``, ``truncate_after``, ``error_after``; ``rate_limited`` and
+``outage`` stand for ``times`` steps).
 ``body`` is a string (sent as UTF-8) or a table (sent as JSON); ``body_base64``
 carries bytes that are not UTF-8. ``headers`` is a table, or an array of
 ``[name, value]`` pairs when a name repeats. ``stall`` is a table with ``after``,
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fake_servers._builders import (
+    STEP_BUILDERS,
     ScenarioError,
     build_step,
     endpoint,
@@ -58,6 +62,7 @@ from fake_servers._builders import (
     suggestion,
 )
 from fake_servers._script import Endpoint, Gap, Headers, Scenario, Stall, Step, Stream
+from fake_servers._shorthand import expand_step
 
 __all__ = ["FileFormat", "ScenarioError", "dump_scenario", "load_scenario", "parse_scenario"]
 
@@ -181,8 +186,9 @@ def _endpoint(table: Mapping[str, Any], where: str) -> Endpoint:
             raise ScenarioError("required key is missing", field="path")
         what = "an array of tables ([[endpoint.step]])"
         steps = [
-            _step(step, f"{where}.step[{j}]")
-            for j, step in enumerate(_tables(table.get("step", []), "step", what))
+            step
+            for j, item in enumerate(_tables(table.get("step", []), "step", what))
+            for step in _steps(item, f"{where}.step[{j}]")
         ]
         options = {key: table[key] for key in ("method", "then") if key in table}
         return endpoint(table["path"], *steps, **options)
@@ -192,14 +198,17 @@ def _endpoint(table: Mapping[str, Any], where: str) -> Endpoint:
         raise error.located(step=where) from None
 
 
-def _step(table: Mapping[str, Any], where: str) -> Step:
+def _steps(table: Mapping[str, Any], where: str) -> tuple[Step, ...]:
+    """The step a table describes, or the steps a shorthand kind stands for."""
     try:
         if "kind" not in table:
             raise ScenarioError("required key is missing", field="kind")
         arguments = {key: value for key, value in table.items() if key != "kind"}
         if table["kind"] == "respond" and "body_base64" in arguments:
             arguments["body"] = _base64_body(arguments)
-        return build_step(table["kind"], arguments)
+        if table["kind"] in STEP_BUILDERS:
+            return (build_step(table["kind"], arguments),)
+        return expand_step(table["kind"], arguments)
     except ScenarioError as error:
         raise error.located(step=where) from None
 

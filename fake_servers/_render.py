@@ -16,8 +16,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
 
-from fake_servers._formats import get_format, token
+from fake_servers._formats import WireEvent, get_format, token
 from fake_servers._ledger import EventKind
+from fake_servers._providers import (
+    Call,
+    Wire,
+    provider_error_body,
+    provider_headers,
+    wire_of,
+)
 from fake_servers._script import Framing, Gap, Headers, Respond, Stream
 
 __all__ = [
@@ -38,6 +45,7 @@ _COMMENT_TEXT = "ping"
 _KEEPALIVE_TEXT = "keepalive"
 STREAM_HEADERS: Headers = (("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 _NO_BODY_STATUSES = frozenset({204, 304})
+_JSON_TYPE = "application/json"
 
 
 @dataclass(frozen=True)
@@ -84,10 +92,17 @@ class StreamPlan:
     headers: Headers
     delay: float  # before the headers
     actions: tuple[Action, ...]
+    before_headers: Hold | None = None  # a non-streaming reply's stall: no headers yet
 
 
 def plan_stream(
-    step: Stream, *, seed: int, path: str, attempt: int, last_event_id: str | None
+    step: Stream,
+    *,
+    seed: int,
+    path: str,
+    attempt: int,
+    last_event_id: str | None,
+    call: Call | None = None,
 ) -> StreamPlan:
     """Plan the response to one attempt that the script answers with ``step``.
 
@@ -97,22 +112,90 @@ def plan_stream(
         path: The endpoint path.
         attempt: The attempt number on the endpoint; seeds gaps and splits.
         last_event_id: The request's Last-Event-ID header, if any.
+        call: What the request asked for; a provider format answers a request
+            that did not ask to stream with its non-streaming reply.
 
     Returns:
         The status, headers, delay and the actions to play.
     """
     rng = random.Random(f"{seed}|{path}|{attempt}")
+    wire = wire_of(get_format(step.format, path))
+    call = call if call is not None else Call(path)
+    if not wire.streams(call):
+        return _plan_reply(step, wire, call, seed=seed, path=path, rng=rng)
     eol = _EOL[step.framing.line_ending]
     first = _first_index(step, last_event_id)
-    writes = list(_writes(step, seed=seed, path=path, first=first, eol=eol, rng=rng))
+    script = _Script(step, wire, call, seed, path)
+    writes = list(_writes(script, first=first, eol=eol, rng=rng))
     actions = _with_stall(step, writes)
     if step.framing.bom:
         actions = _with_bom(actions)
     actions = _buffered(actions) if step.framing.buffered else _coalesced(actions)
     if step.framing.split > 0:
         actions = _split(actions, step.framing, rng)
-    headers = (("content-type", step.framing.content_type), *STREAM_HEADERS, *step.headers)
+    headers = (
+        ("content-type", step.framing.content_type),
+        *STREAM_HEADERS,
+        *provider_headers(path),
+        *step.headers,
+    )
     return StreamPlan(status=step.status, headers=headers, delay=step.delay, actions=actions)
+
+
+@dataclass(frozen=True)
+class _Script:
+    """One stream step and what its answer is made of."""
+
+    step: Stream
+    wire: Wire
+    call: Call
+    seed: int
+    path: str
+
+    def token(self, index: int) -> str:
+        return token(self.seed, self.path, index)
+
+    def text(self) -> str:
+        """The whole answer, whatever part of it this attempt sends."""
+        return "".join(self.token(i) for i in range(1, self.step.events + 1))
+
+
+def _plan_reply(
+    step: Stream, wire: Wire, call: Call, *, seed: int, path: str, rng: random.Random
+) -> StreamPlan:
+    """The answer to a request that did not ask to stream: one JSON body.
+
+    The body leaves when the stream would have ended (the delay plus every gap).
+    A stall holds back the headers; ``truncate`` and ``abort`` cut the body in
+    half (ending cleanly, or breaking the connection); ``error`` becomes the
+    provider's overload status and error body. The ledger gets the tokens and the
+    terminal only with a whole body, the one way the client can read them.
+    """
+    script = _Script(step, wire, call, seed, path)
+    status = step.status
+    events: tuple[PlannedEvent, ...] = ()
+    if step.end == "error":
+        status, body = wire.overload_reply()
+    else:
+        body = wire.reply(call, script.text(), step.events)
+        if step.end == "done":
+            count = step.events
+            tokens = (PlannedEvent(i, "data", None, script.token(i)) for i in range(1, count + 1))
+            events = (*tokens, PlannedEvent(count + 1, "terminal", None, body.decode()))
+        else:
+            body = body[: len(body) // 2]
+    delay = step.delay + sum(_gap(step.gap, rng) for _ in range(step.events))
+    actions: tuple[Action, ...] = (Send(body, 0.0, events),)
+    if step.framing.split > 0:
+        actions = _split(actions, step.framing, rng)
+    if step.end in ("abort", "abort_mid_line"):
+        actions = (*actions, Abort())
+    content_type = step.framing.content_type
+    if content_type == Framing.content_type:
+        content_type = _JSON_TYPE
+    headers = (("content-type", content_type), *provider_headers(path), *step.headers)
+    hold = None if step.stall is None else Hold(step.stall.seconds, None, b"")
+    return StreamPlan(status, headers, delay, actions, before_headers=hold)
 
 
 def _first_index(step: Stream, last_event_id: str | None) -> int:
@@ -123,18 +206,19 @@ def _first_index(step: Stream, last_event_id: str | None) -> int:
     return int(text) + 1 if text.isdecimal() else 1
 
 
-def _writes(
-    step: Stream, *, seed: int, path: str, first: int, eol: str, rng: random.Random
-) -> Iterator[Send]:
+def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Iterator[Send]:
     """The writes in order, gaps as pauses; the stall is added afterwards."""
-    fmt = get_format(step.format)
+    step, wire = script.step, script.wire
     framing = step.framing
     if framing.retry_ms is not None:
         retry = PlannedEvent(0, "retry", None, str(framing.retry_ms))
         yield Send(f"retry: {framing.retry_ms}{eol}{eol}".encode(), events=(retry,))
+    opening = _frames_text(wire.opening(script.call), eol)
+    if opening:
+        yield Send(opening.encode())
     sent = 0  # events written so far, for the gap before the next one
     for index in range(first, step.events + 1):
-        name, data = fmt.data_event(index, token(seed, path, index))
+        name, data = wire.data_event(index, script.token(index))
         event_id = str(index) if step.ids else None
         text = _event_text(event_id, name, data, eol)
         events = [PlannedEvent(index, "data", event_id, data)]
@@ -146,12 +230,19 @@ def _writes(
     pause = _gap(step.gap, rng) if sent else 0.0
     last = max(first, step.events + 1)
     if step.end == "done":
-        name, data = fmt.terminal_event()
-        terminal = PlannedEvent(last, "terminal", None, data)
-        yield Send(_event_text(None, name, data, eol).encode(), pause, (terminal,))
+        frames = wire.ending(script.call, script.text(), step.events)
+        terminal = PlannedEvent(last, "terminal", None, frames[-1][1])
+        yield Send(_frames_text(frames, eol).encode(), pause, (terminal,))
+    elif step.end == "error":
+        name, data = wire.error_event(step.events)
+        yield Send(_event_text(None, name, data, eol).encode(), pause)
     elif step.end == "abort_mid_line":
-        name, data = fmt.data_event(last, token(seed, path, last))
+        name, data = wire.data_event(last, script.token(last))
         yield Send(_cut_mid_line(str(last) if step.ids else None, name, data, eol), pause)
+
+
+def _frames_text(frames: tuple[WireEvent, ...], eol: str) -> str:
+    return "".join(_event_text(None, name, data, eol) for name, data in frames)
 
 
 def _event_text(event_id: str | None, name: str | None, data: str, eol: str) -> str:
@@ -284,12 +375,16 @@ def _pieces(data: bytes, framing: Framing, rng: random.Random) -> Iterator[bytes
         start += size
 
 
-def plan_respond(step: Respond, *, sent_at_epoch: float) -> tuple[int, Headers, bytes]:
+def plan_respond(
+    step: Respond, *, sent_at_epoch: float, path: str | None = None
+) -> tuple[int, Headers, bytes]:
     """The status, headers and body of a plain response.
 
     Args:
         step: The script's respond step.
         sent_at_epoch: Wall-clock (Unix) time of sending, for a Retry-After date.
+        path: The request path; on a provider's path an unscripted body is that
+            provider's error body (so its SDK parses it).
 
     Returns:
         Status, headers (with content-type and content-length unless the script
@@ -297,11 +392,14 @@ def plan_respond(step: Respond, *, sent_at_epoch: float) -> tuple[int, Headers, 
     """
     headers = list(step.headers)
     names = {name.lower() for name, _ in headers}
+    if path is not None:
+        headers += [(k, v) for k, v in provider_headers(path) if k not in names]
     body = step.body
     if step.status in _NO_BODY_STATUSES:
         body = b""  # HTTP forbids one; Hypercorn would fail sending it
     elif body is None:
-        body = error_body(step.status)
+        provider_body = provider_error_body(path, step.status) if path is not None else None
+        body = provider_body if provider_body is not None else error_body(step.status)
         if "content-type" not in names:
             headers.append(("content-type", "application/json"))
     if step.retry_after_date is not None:

@@ -7,6 +7,8 @@ means the same thing whichever way it was written.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 Headers = tuple[tuple[str, str], ...]
-Ending = Literal["done", "truncate", "abort", "abort_mid_line"]
+Ending = Literal["done", "truncate", "abort", "abort_mid_line", "error"]
 LineEnding = Literal["lf", "cr", "crlf"]
 Method = Literal["GET", "POST", "ANY"]
 Then = Literal["repeat_last", "cycle"]
@@ -92,7 +94,9 @@ class Stream:
     ``end``: ``done`` sends the format's terminal event; ``truncate`` ends the
     body cleanly without it; ``abort`` breaks the connection after the last
     event (broken chunked encoding); ``abort_mid_line`` sends the first part of
-    the next event's line and then breaks the connection.
+    the next event's line and then breaks the connection; ``error`` sends the
+    format's in-band error event (Anthropic's ``event: error``) and ends cleanly.
+    ``format`` ``auto`` speaks the provider whose path the request is on.
     """
 
     events: int = 5
@@ -102,7 +106,7 @@ class Stream:
     headers: Headers = ()
     delay: float = 0.0  # before the headers (slow time to first byte)
     stall: Stall | None = None
-    format: str = "openai"  # a name in the format registry
+    format: str = "auto"  # a name in the format registry, or auto (by the path)
     ids: bool = False  # send ``id:`` fields (the event's 1-based index)
     resume: bool = True  # with ids: honour Last-Event-ID by continuing after it
     framing: Framing = field(default_factory=Framing)
@@ -138,4 +142,21 @@ class Scenario:
     seed: int = 0
 
     def endpoint(self, path: str) -> Endpoint | None:
-        return next((e for e in self.endpoints if e.path == path), None)
+        """The endpoint at ``path``: an exact path first, else the first pattern matching it.
+
+        In a pattern, ``{name}`` stands for any text without ``/``, e.g.
+        ``/v1beta/models/{model}:streamGenerateContent``.
+        """
+        exact = next((e for e in self.endpoints if e.path == path), None)
+        if exact is not None:
+            return exact
+        return next(
+            (e for e in self.endpoints if "{" in e.path and _pattern(e.path).fullmatch(path)),
+            None,
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(path: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[^{}/]*\}", path)
+    return re.compile("[^/]+".join(re.escape(part) for part in parts))

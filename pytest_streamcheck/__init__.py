@@ -23,6 +23,7 @@ _EXPORTS = {
     "SuiteRunner": "_runner",
     "ExecAdapter": "_exec",
     "ReferenceAdapter": "_reference",
+    "LLMServer": "_llm",
 }
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         SyncClientAdapter,
     )
     from pytest_streamcheck._exec import ExecAdapter
+    from pytest_streamcheck._llm import LLMServer
     from pytest_streamcheck._reference import ReferenceAdapter
     from pytest_streamcheck._runner import CaseResult, HarnessError, SuiteRunner
 
@@ -45,6 +47,7 @@ __all__ = [
     "ClientAdapter",
     "ExecAdapter",
     "HarnessError",
+    "LLMServer",
     "ReferenceAdapter",
     "StreamCancelled",
     "StreamSink",

@@ -16,6 +16,7 @@ import pytest
 
 from conformance._case import Verdict, catalog_key
 from pytest_streamcheck import __version__
+from pytest_streamcheck._llm import VERDICTS_KEY
 from pytest_streamcheck._render import VERDICTS, render_summary
 from pytest_streamcheck._runner import CaseResult
 from pytest_streamcheck._session import StreamcheckSession
@@ -73,6 +74,9 @@ class Reporter:
         if not (s.report or s.html):
             return
         report = build_report(self.rows, self.state, time.time() - self.started)
+        verdicts = session.config.stash.get(VERDICTS_KEY, None)  # --streamcheck-verdicts
+        if verdicts is not None:
+            report["verdicts"] = verdicts
         if s.report:
             s.report.parent.mkdir(parents=True, exist_ok=True)
             s.report.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

@@ -13,7 +13,7 @@ import pytest
 if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
     from conformance._profiles import Profile, Timing
 
-__all__ = ["OPTIONS", "Settings", "resolve_settings"]
+__all__ = ["FLAGS", "OPTIONS", "Settings", "report_path", "resolve_settings", "verdicts_enabled"]
 
 DEFAULT_PROFILES = "seed-eventsource,seed-fetch"
 SEED_ENV = "STREAMCHECK_SEED"  # carries the controller's seed to xdist workers
@@ -51,7 +51,14 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "streamcheck_timeout",
         "hard time limit per case in seconds (default 60)",
     ),
+    (
+        "--streamcheck-verdicts",
+        "streamcheck_verdicts",
+        "print, at the end of the run, the verdict of every test whose client (driven "
+        "through the llm_server fixture) mishandled a fault; --streamcheck-report gets them too",
+    ),
 )
+FLAGS = ("--streamcheck-strict", "--streamcheck-verdicts")  # on/off options (ini: bool)
 
 TIMINGS = ("auto", "test", "real")
 
@@ -67,6 +74,7 @@ class Settings:
     known_failures: Path | None
     seed: int
     case_timeout: float
+    verdicts: bool = False  # --streamcheck-verdicts (also honoured without --streamcheck)
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -99,7 +107,18 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
             60.0,
             "--streamcheck-timeout",
         ),
+        verdicts=verdicts_enabled(config),
     )
+
+
+def verdicts_enabled(config: pytest.Config) -> bool:
+    """Whether --streamcheck-verdicts (or its ini twin) is on; independent of --streamcheck."""
+    return _bool(_value(config, "--streamcheck-verdicts", "streamcheck_verdicts"))
+
+
+def report_path(config: pytest.Config) -> Path | None:
+    """The --streamcheck-report path, with or without --streamcheck."""
+    return _path(_value(config, "--streamcheck-report", "streamcheck_report"))
 
 
 def _profiles(raw: str | None) -> tuple[Profile, ...]:

@@ -13,6 +13,7 @@ import pytest
 
 if TYPE_CHECKING:
     from fake_servers import FakeServer, FaultProxy
+    from pytest_streamcheck._llm import LLMServer, LLMSession
     from pytest_streamcheck._session import StreamcheckSession
 
 STATE_KEY: pytest.StashKey[StreamcheckSession] = pytest.StashKey()
@@ -20,13 +21,13 @@ REPORT_ATTR = "streamcheck"  # on reports: plain data, so it crosses xdist
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_streamcheck._settings import OPTIONS
+    from pytest_streamcheck._settings import FLAGS, OPTIONS
 
     group = parser.getgroup(
         "streamcheck", "streamcheck: conformance of resilient streaming clients"
     )
     for option, ini, text in OPTIONS:
-        if option == "--streamcheck-strict":
+        if option in FLAGS:
             group.addoption(option, action="store_true", default=False, dest=ini, help=text)
             parser.addini(ini, text, type="bool", default=False)
         else:
@@ -38,9 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "streamcheck: a conformance case of pytest-streamcheck")
-    from pytest_streamcheck._settings import resolve_settings
+    from pytest_streamcheck._settings import report_path, resolve_settings, verdicts_enabled
 
     settings = resolve_settings(config)
+    if verdicts_enabled(config):
+        from pytest_streamcheck._llm import VerdictCollector
+
+        collector = VerdictCollector(config, report_path(config), settings is not None)
+        config.pluginmanager.register(collector, "streamcheck-verdicts")
     if settings is None:
         return
     from pytest_streamcheck._session import StreamcheckSession
@@ -149,3 +155,33 @@ def fault_proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def streamcheck_llm_session() -> Iterator[LLMSession]:
+    """One fake server and fault proxy for the session; use ``llm_server`` in tests."""
+    from pytest_streamcheck._llm import LLMSession
+
+    session = LLMSession().start()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def llm_server(
+    streamcheck_llm_session: LLMSession,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> Iterator[LLMServer]:
+    """Provider endpoints behind a fault proxy, for application code left unchanged.
+
+    Reset for each test; sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL
+    and dummy API keys (restored afterwards). Script with ``llm_server.openai.script(...)``
+    (``.responses``, ``.anthropic``, ``.gemini``), break the network with
+    ``llm_server.offline(seconds)``, and judge the client with ``llm_server.verdict(...)``.
+    """
+    from pytest_streamcheck._llm import serve_test
+
+    yield from serve_test(streamcheck_llm_session, monkeypatch, request)

@@ -19,6 +19,7 @@ import pytest_streamcheck._exec
 import pytest_streamcheck._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
+from pytest_streamcheck._llm import LLMSession
 
 THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it
 
@@ -137,3 +138,12 @@ def raw_connect() -> Iterator[Callable[[int], RawConnection]]:
     yield connect
     for connection in opened:
         connection.close()
+
+
+@pytest.fixture(scope="module")
+def streamcheck_llm_session() -> Iterator[LLMSession]:
+    """One ``llm_server`` backend per module instead of per session: this suite checks
+    that no test leaves threads behind, and a session-long proxy thread would trip it."""
+    session = LLMSession().start()
+    yield session
+    session.stop()

@@ -209,14 +209,15 @@ _REFUSED: list[tuple[Any, str, str]] = [
     (
         lambda: stream(end="abrt"),
         "end",
-        'expected one of "done", "truncate", "abort", "abort_mid_line", got "abrt"; '
+        'expected one of "done", "truncate", "abort", "abort_mid_line", "error", got "abrt"; '
         'did you mean "abort"?',
     ),
     (lambda: stream(ids=1), "ids", "expected true or false, got 1"),
     (
         lambda: stream(format="opneai"),
         "format",
-        'expected one of "named", "openai", got "opneai"; did you mean "openai"?',
+        'expected one of "anthropic", "auto", "gemini", "named", "openai", "responses", '
+        'got "opneai"; did you mean "openai"?',
     ),
     (
         lambda: stream(headers={"Content-Type": "text/plain"}),

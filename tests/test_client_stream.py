@@ -311,9 +311,12 @@ async def test_error_status_body_is_not_parsed_as_events(fake_server: FakeServer
 async def test_slow_consumer_is_not_mistaken_for_a_stall(fake_server: FakeServer) -> None:
     """A consumer busier than the stall timeout while the buffer is full: no stall, no loss."""
     fake_server.script("/s", Stream(events=6000))
-    async with make_client(STALL) as client, client.stream(fake_server.url + "/s") as stream:
+    # A longer timeout than STALL's: streaming 1.2 MB on a loaded machine can starve the
+    # server for a few tenths of a second, which would be a real stall, not this test's.
+    slow = policy(stall_timeout=0.8, stall_check_interval=0.1)
+    async with make_client(slow) as client, client.stream(fake_server.url + "/s") as stream:
         events = [await anext(stream)]
-        await asyncio.sleep(0.6)  # the consumer is busy for 2 stall timeouts
+        await asyncio.sleep(1.7)  # the consumer is busy for 2 stall timeouts
         events += [ev async for ev in stream]
     assert len(events) == 6000
     assert payloads(events) == _sent(fake_server.ledger, "/s")

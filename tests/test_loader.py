@@ -278,7 +278,8 @@ _KEY_ERRORS = [
         'kind = "stream"',
         'kind = "strem"',
         f'{S1}.kind: expected one of "respond", "stream", "stall", "drip", "truncate", "abort", '
-        'got "strem"; did you mean "stream"?',
+        '"reply", "rate_limited", "outage", "drop_after", "stall_after", "truncate_after", '
+        '"error_after", got "strem"; did you mean "stream"?',
     ),
     ('kind = "stream"', "", f"{S1}.kind: required key is missing"),
     ('path = "/v1/stream"', "", "endpoint[0].path: required key is missing"),
@@ -404,7 +405,7 @@ _SAME_WORDS: list[tuple[str, dict[str, Any]]] = [
     ("stream", {"end": "crash"}),
     ("stream", {"stall": {"after": 9}}),
     ("stream", {"split_pause": 0.5}),
-    ("stream", {"format": "anthropic"}),
+    ("stream", {"format": "cohere"}),
     ("stream", {"line_ending": "\n"}),
     ("stream", {"body": "x"}),
     ("stall", {"after": 6}),

@@ -35,6 +35,7 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_known_failures": ("known.txt", Path("known.txt")),
     "streamcheck_seed": ("77", 77),
     "streamcheck_timeout": ("2.5", 2.5),
+    "streamcheck_verdicts": ("true", True),
 }
 FIELDS = {
     "streamcheck": "target",
@@ -46,6 +47,7 @@ FIELDS = {
     "streamcheck_known_failures": "known_failures",
     "streamcheck_seed": "seed",
     "streamcheck_timeout": "case_timeout",
+    "streamcheck_verdicts": "verdicts",
 }
 
 
@@ -65,7 +67,7 @@ def test_an_option_and_its_ini_twin_set_the_same_thing(pytester: pytest.Pytester
     raw, expected = VALUES[ini]
     pytester.makefile(".txt", known="SC-RETRY-3  a reason\n")
     option = next(o for o, name, _ in OPTIONS if name == ini)
-    flag = option if ini == "streamcheck_strict" else f"{option}={raw}"
+    flag = option if ini in ("streamcheck_strict", "streamcheck_verdicts") else f"{option}={raw}"
     target = [] if ini == "streamcheck" else ["--streamcheck=reference"]
     assert _shown(_settings(pytester, *target, flag), ini) == expected
 

@@ -11,6 +11,7 @@ import pytest
 
 from fake_servers._app import check_json, check_multipart
 from fake_servers._formats import (
+    _REGISTRY,
     OpenAIFormat,
     format_names,
     get_format,
@@ -78,7 +79,10 @@ def test_formats_are_registered_by_name():
     with pytest.raises(ValueError, match="already registered"):
         register_format("openai", OpenAIFormat())
     register_format("test-custom", OpenAIFormat(model="custom-model"), replace=True)
-    assert "custom-model" in get_format("test-custom").data_event(1, " x")[1]
+    try:
+        assert "custom-model" in get_format("test-custom").data_event(1, " x")[1]
+    finally:  # the registry is global: other tests list its names
+        _REGISTRY.pop("test-custom")
 
 
 def test_openai_chunks_look_like_chat_completion_chunks():

@@ -55,3 +55,13 @@ def test_reference_passes_every_catching_case(pytester: pytest.Pytester) -> None
         assert outcomes.get("failed", 0) == 0, result.stdout.str()
         assert outcomes.get("errors", 0) == 0, result.stdout.str()
         assert outcomes.get("passed", 0) >= 1
+
+
+def test_the_zoo_table_in_the_docs_is_current() -> None:
+    """docs/zoo.md lists exactly the zoo's mutants and their catching cases."""
+    from zoo._doc import zoo_table
+
+    docs = TESTS.parent / "docs" / "zoo.md"
+    assert docs.read_text(encoding="utf-8") == zoo_table(), (
+        "docs/zoo.md is stale: run python tests/zoo/_doc.py > docs/zoo.md"
+    )

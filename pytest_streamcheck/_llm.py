@@ -1,0 +1,389 @@
+"""The ``llm_server`` fixture: provider endpoints behind a fault proxy, for unchanged apps.
+
+One fake server and one fault proxy serve the whole session; each test gets them
+reset (no endpoints, an empty ledger, the proxy online and clean) and an
+environment in which the official SDKs talk to the proxy with dummy keys. The
+``--streamcheck-verdicts`` collector lives here too. This module is imported by the
+plugin only when the fixture or the option is used; the kit is imported lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conformance._profiles import Profile, Timing
+    from conformance._verdict import Verdict
+    from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, Step
+    from fake_servers._script import Method, Then
+
+__all__ = [
+    "DUMMY_KEY",
+    "VERDICTS_KEY",
+    "VERDICT_ROW_KEY",
+    "LLMServer",
+    "LLMSession",
+    "ProviderEndpoint",
+    "VerdictCollector",
+    "provider_environment",
+    "serve_test",
+]
+
+DUMMY_KEY = "sk-streamcheck-dummy"  # a real provider rejects it: nothing is spent or sent
+VERDICT_ATTR = "streamcheck_verdict"  # on teardown reports: plain data, so it crosses xdist
+VERDICT_ROW_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # on the item
+VERDICTS_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()  # on the config
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# Credentials and identities that would otherwise travel to the fake server, or make an
+# SDK pick its own endpoint (a profile file, a bearer token).
+_REMOVED = (
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_ADMIN_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+)
+
+
+def provider_environment(proxy_url: str, environ: dict[str, str]) -> dict[str, str | None]:
+    """The variables to set (a value) or remove (None) so the SDKs reach ``proxy_url``.
+
+    OpenAI's SDK appends paths to ``OPENAI_BASE_URL`` (so it ends in ``/v1``);
+    Anthropic's and google-genai's add the version themselves.
+    """
+    no_proxy = [h for h in environ.get("NO_PROXY", "").split(",") if h.strip()]
+    return {
+        "OPENAI_BASE_URL": proxy_url + "/v1",
+        "ANTHROPIC_BASE_URL": proxy_url,
+        "GOOGLE_GEMINI_BASE_URL": proxy_url,  # google-genai (google/genai/_base_url.py)
+        "GOOGLE_VERTEX_BASE_URL": proxy_url,
+        "GOOGLE_GENAI_USE_VERTEXAI": "false",
+        "OPENAI_API_KEY": DUMMY_KEY,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "GEMINI_API_KEY": DUMMY_KEY,
+        "GOOGLE_API_KEY": DUMMY_KEY,
+        # A corporate HTTP(S)_PROXY must not capture the local server's traffic.
+        "NO_PROXY": ",".join([*no_proxy, *(h for h in _LOCAL_HOSTS if h not in no_proxy)]),
+        **dict.fromkeys(_REMOVED),
+    }
+
+
+@dataclass(frozen=True)
+class ProviderEndpoint:
+    """One provider's endpoint on the fake server: it knows its paths and wire format.
+
+    Streams on a provider's path speak its format by themselves (``format="auto"``);
+    ``format`` names it for the reader.
+    """
+
+    name: str
+    paths: tuple[str, ...]  # the first is the streaming one
+    format: str
+    owner: LLMServer
+
+    @property
+    def path(self) -> str:
+        return self.paths[0]
+
+    @property
+    def url(self) -> str:
+        """The endpoint's URL through the fault proxy."""
+        return self.owner.url + self.path
+
+    def script(self, *steps: Step | Iterable[Step], then: Then = "repeat_last") -> None:
+        """Script what successive attempts get (on each of the provider's paths).
+
+        Args:
+            *steps: Steps, or tuples of steps (the failure shorthands return those).
+            then: What attempts past the last step get: "repeat_last" or "cycle".
+        """
+        played = _flatten(steps)
+        for path in self.paths:
+            self.owner.script(path, *played, then=then)
+
+
+def _flatten(steps: Sequence[Step | Iterable[Step]]) -> list[Step]:
+    from fake_servers import Respond, Stream
+
+    out: list[Step] = []
+    for item in steps:
+        if isinstance(item, Respond | Stream):
+            out.append(item)
+        else:
+            out.extend(_flatten(tuple(item)))
+    return out
+
+
+class LLMServer:
+    """What a test gets from ``llm_server``: endpoints to script, the network, the verdict."""
+
+    def __init__(self, server: FakeServer, proxy: FaultProxy) -> None:
+        self.server = server
+        self.proxy = proxy
+        self.openai = ProviderEndpoint("openai", ("/v1/chat/completions",), "openai", self)
+        self.responses = ProviderEndpoint("responses", ("/v1/responses",), "responses", self)
+        self.anthropic = ProviderEndpoint("anthropic", ("/v1/messages",), "anthropic", self)
+        gemini = "/v1beta/models/{model}"  # any model; google-genai's two methods
+        self.gemini = ProviderEndpoint(
+            "gemini",
+            (f"{gemini}:streamGenerateContent", f"{gemini}:generateContent"),
+            "gemini",
+            self,
+        )
+        self.verdicts: list[Verdict] = []  # every verdict taken in this test, in order
+        self._stopped_reading_at: float | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def url(self) -> str:
+        """The fault proxy's base URL: what the SDKs' base-URL variables point at."""
+        return self.proxy.url
+
+    @property
+    def ledger(self) -> Ledger:
+        """Every attempt (server) and connection (proxy) of this test."""
+        return self.server.ledger
+
+    def script(
+        self,
+        path: str,
+        *steps: Step | Iterable[Step],
+        method: Method = "ANY",
+        then: Then = "repeat_last",
+    ) -> None:
+        """Script any path (see ``FakeServer.script``); the ledger starts empty again."""
+        self.server.script(path, *_flatten(steps), method=method, then=then)
+
+    def load(self, scenario: Scenario) -> None:
+        """Replace every endpoint with a scenario (e.g. from ``fake_servers.load_scenario``)."""
+        self.server.load(scenario)
+
+    # -- the network ------------------------------------------------------------------
+    def offline(self, seconds: float | None = None) -> None:
+        """Take the network away: refuse new connections and cut open ones.
+
+        Args:
+            seconds: Come back online by itself after this long; None stays offline
+                until ``online()`` (or the end of the test).
+        """
+        self._cancel_timer()
+        self.proxy.offline()
+        if seconds is not None:
+            timer = threading.Timer(seconds, self.proxy.online)
+            timer.daemon = True
+            timer.name = "llm-server-online"
+            self._timer = timer
+            timer.start()
+
+    def online(self) -> None:
+        """Bring the network back (the same URL)."""
+        self._cancel_timer()
+        self.proxy.online()
+
+    def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+
+    # -- the verdict ---------------------------------------------------------------------
+    def app_stopped_reading(self) -> None:
+        """Say that the app stopped reading now: open streams must be closed promptly."""
+        from fake_servers import now
+
+        self._stopped_reading_at = now()
+
+    def verdict(
+        self,
+        app_output: str | None = None,
+        error: BaseException | str | None = None,
+        profile: Profile | str | None = None,
+        idempotent: bool | None = None,
+        *,
+        timing: Timing = "real",
+        stall_timeout: float | None = None,
+        stopped_reading_at: float | None = None,
+        settle: float | None = None,
+    ) -> Verdict:
+        """Judge what the client did in this test (see ``conformance._verdict.judge``).
+
+        Args:
+            app_output: The text the app produced, when it returned normally.
+            error: The exception (or message) the app raised, if it raised.
+            profile: A profile (or its name) the client claims to follow.
+            idempotent: False when the call must not run twice.
+            timing: The profile's timing the client was configured with.
+            stall_timeout: The silence (s) after which the app promises to abandon a stream.
+            stopped_reading_at: When the app stopped reading (default: the last
+                ``app_stopped_reading()``).
+            settle: Longest wait (s) for attempts still in flight to end before judging;
+                by default 0.5 s, or until 0.5 s after the app stopped reading.
+
+        Returns:
+            The verdict; ``verdict.assert_ok()`` fails the test on a MUST finding.
+        """
+        from conformance._checks import UPPER_BOUND_SLACK
+        from conformance._profiles import get_profile
+        from conformance._verdict import judge
+        from fake_servers import LedgerTimeout, now
+
+        mark = stopped_reading_at if stopped_reading_at is not None else self._stopped_reading_at
+        if settle is None:
+            settle = UPPER_BOUND_SLACK
+            if mark is not None:  # wait out the close's deadline, or judging is premature
+                settle = max(0.0, mark + UPPER_BOUND_SLACK - now()) + 0.01
+        with contextlib.suppress(LedgerTimeout):  # still open when judged: rules say what it means
+            self.ledger.wait_finished(settle)
+        result = judge(
+            self.ledger.attempts(),
+            scenario=self.server.scenario,
+            app_output=app_output,
+            error=error,
+            profile=get_profile(profile) if isinstance(profile, str) else profile,
+            timing=timing,
+            idempotent=idempotent,
+            stall_timeout=stall_timeout,
+            stopped_reading_at=mark,
+            judged_at=now(),
+        )
+        self.verdicts.append(result)
+        return result
+
+    def __repr__(self) -> str:
+        return f"<llm_server {self.url} attempts={len(self.ledger.attempts())}>"
+
+
+class LLMSession:
+    """The session's fake server and fault proxy (sharing one ledger)."""
+
+    def __init__(self) -> None:
+        from fake_servers import FakeServer
+
+        self.server = FakeServer()
+        self.proxy: FaultProxy | None = None
+
+    def start(self) -> LLMSession:
+        from fake_servers import FaultProxy
+
+        self.server.start()
+        try:
+            self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
+        except BaseException:
+            self.server.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        try:
+            if self.proxy is not None:
+                self.proxy.stop()
+        finally:
+            self.server.stop()
+
+    def fresh(self) -> LLMServer:
+        """The pair, reset for a new test."""
+        assert self.proxy is not None, "start() the session first"
+        self.proxy.clear()  # online, passthrough, nothing queued
+        self.server.reset()  # no endpoints, empty ledger
+        return LLMServer(self.server, self.proxy)
+
+
+def serve_test(
+    session: LLMSession, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Generator[LLMServer, None, None]:
+    """The body of the ``llm_server`` fixture: reset, environment, verdict at teardown."""
+    llm = session.fresh()
+    for name, value in provider_environment(llm.url, dict(os.environ)).items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    try:
+        yield llm
+    finally:
+        llm._cancel_timer()
+        _record_verdict(llm, request)
+    session.server.check()  # an exception inside the server fails the test here
+
+
+def _record_verdict(llm: LLMServer, request: pytest.FixtureRequest) -> None:
+    """With --streamcheck-verdicts, keep the test's (last, or a teardown) verdict."""
+    from pytest_streamcheck._settings import verdicts_enabled
+
+    if not verdicts_enabled(request.config):
+        return
+    verdict = llm.verdicts[-1] if llm.verdicts else llm.verdict()
+    if verdict.findings:
+        request.node.stash[VERDICT_ROW_KEY] = {
+            "test": request.node.nodeid,
+            **verdict.to_json(),
+            "rendered": verdict.render(),
+        }
+
+
+class VerdictCollector:
+    """``--streamcheck-verdicts``: prints and reports every test whose client mishandled a fault."""
+
+    def __init__(self, config: pytest.Config, report: Path | None, streamcheck_run: bool) -> None:
+        self.config = config
+        self.report = report
+        self.streamcheck_run = streamcheck_run  # then the run's own report carries them
+        self.rows: list[dict[str, Any]] = []
+        self.started = time.time()
+        config.stash[VERDICTS_KEY] = self.rows
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        row = item.stash.get(VERDICT_ROW_KEY, None)
+        if call.when == "teardown" and row is not None:
+            setattr(report, VERDICT_ATTR, row)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        row = getattr(report, VERDICT_ATTR, None)
+        if isinstance(row, dict):
+            self.rows.append(row)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.section("streamcheck verdicts")
+        if not self.rows:
+            terminalreporter.write_line("no client mishandled a fault")
+            return
+        for row in sorted(self.rows, key=lambda r: str(r["test"])):
+            terminalreporter.write_line(f"{row['test']}")
+            for line in str(row["rendered"]).splitlines():
+                terminalreporter.write_line(f"  {line}")
+        must = sum(not row["ok"] for row in self.rows)
+        terminalreporter.write_line(
+            f"{len(self.rows)} test(s) whose client mishandled a fault ({must} with a MUST finding)"
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(session.config, "workerinput") or self.report is None or self.streamcheck_run:
+            return
+        from pytest_streamcheck import __version__
+        from pytest_streamcheck._report import SCHEMA
+
+        report = {
+            "schema": SCHEMA,
+            "kit": {"name": "pytest-streamcheck", "version": __version__},
+            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "duration": round(time.time() - self.started, 3),
+            "cases": [],
+            "verdicts": sorted(self.rows, key=lambda r: str(r["test"])),
+        }
+        self.report.parent.mkdir(parents=True, exist_ok=True)
+        self.report.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

@@ -1,0 +1,784 @@
+"""The app-level verdict: pure rules on hand-built ledger records, then small httpx
+clients (each with one mistake, and one with none) against the ``llm_server`` fixture."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance._profiles import Profile, get_profile
+from conformance._verdict import RULES, Verdict, judge
+from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
+from fake_servers import Attempt, Endpoint, Respond, Scenario, SentEvent, Stall, Stream, fixed
+
+PATH = "/v1/chat/completions"
+
+
+# -- hand-built records ------------------------------------------------------------------
+
+
+def _sha(body: str) -> str:
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def rec(
+    seq: int,
+    at: float,
+    status: int | None = 200,
+    *,
+    took: float = 0.001,
+    chunks: int = 0,
+    done: bool = False,
+    end: str | None = "completed",
+    body: str = '{"q":1}',
+    method: str = "POST",
+    headers: tuple[tuple[str, str], ...] = (),
+    step: int | None = 0,
+    ids: bool = False,
+    note: str = "",
+) -> Attempt:
+    """One attempt as the server would record it."""
+    events = tuple(
+        SentEvent(i, "data", str(i) if ids else None, f"d{i}", at + 0.0001 * i)
+        for i in range(1, chunks + 1)
+    )
+    if done:
+        events += (SentEvent(chunks + 1, "terminal", None, "[DONE]", at + took),)
+    return Attempt(
+        seq=seq,
+        number=seq,
+        method=method,
+        path=PATH,
+        query="",
+        headers=headers,
+        body_size=len(body),
+        body_sha256=_sha(body),
+        arrived_at=at,
+        step=step,
+        status=status,
+        headers_at=at if status is not None else None,
+        events=events,
+        ended_at=at + took if end is not None else None,
+        end=end,  # type: ignore[arg-type]
+        note=note,
+    )
+
+
+def script(*steps: Respond | Stream) -> Scenario:
+    return Scenario(endpoints=(Endpoint(PATH, steps),))
+
+
+def ok(seq: int, at: float, **kw: Any) -> Attempt:
+    return rec(seq, at, 200, chunks=3, done=True, **kw)
+
+
+def musts(v: Verdict) -> set[str]:
+    return {f.rule for f in v.findings if f.level == "MUST"}
+
+
+def shoulds(v: Verdict) -> set[str]:
+    return {f.rule for f in v.findings if f.level == "SHOULD"}
+
+
+# -- grouping --------------------------------------------------------------------------
+
+
+def test_a_retry_after_a_failure_joins_the_call_and_a_repeat_after_success_starts_one() -> None:
+    """Same request after a failure: one call; the same request after a success: a new one."""
+    v = judge([rec(1, 0.0, 503), ok(2, 0.5), ok(3, 1.0)])
+    assert [c.attempts for c in v.calls] == [(1, 2), (3,)]
+
+
+def test_overlapping_identical_requests_are_separate_calls() -> None:
+    """Concurrent identical requests are not retries of each other, even if one fails."""
+    v = judge([rec(1, 0.0, 503, took=1.0), ok(2, 0.5)])
+    assert [c.attempts for c in v.calls] == [(1,), (2,)]
+
+
+def test_different_bodies_are_different_calls_without_an_idempotency_key() -> None:
+    """A corrected request after a 400 is a new call: fixing the input is not a retry."""
+    v = judge([rec(1, 0.0, 400, body="bad"), ok(2, 0.5, body="good")])
+    assert [c.attempts for c in v.calls] == [(1,), (2,)]
+    assert v.clean
+
+
+def test_an_idempotency_key_groups_retries_whatever_their_body() -> None:
+    """The key names the operation; its retries join it even with another body."""
+    key = (("idempotency-key", "k1"),)
+    v = judge([rec(1, 0.0, 503, headers=key, body="a"), ok(2, 0.5, headers=key, body="b")])
+    assert [c.attempts for c in v.calls] == [(1, 2)]
+    assert musts(v) == {"V-POST-BODY-CHANGED"}
+
+
+def test_sdk_retry_headers_are_not_needed_to_group() -> None:
+    """An app loop that sends no retry header (or a misleading one) is grouped by body."""
+    lie = (("x-stainless-retry-count", "0"),)
+    v = judge([rec(1, 0.0, 401, headers=lie), rec(2, 0.3, 401, headers=lie)])
+    assert [c.attempts for c in v.calls] == [(1, 2)]
+    assert musts(v) == {"V-RETRY-NON-RETRYABLE"}
+
+
+# -- the retry matrix and Retry-After ------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_retrying_a_never_status_is_a_must(status: int) -> None:
+    """The seed matrix's never-retried statuses: a retry is a MUST finding."""
+    v = judge([rec(1, 0.0, status), ok(2, 0.5)])
+    assert musts(v) == {"V-RETRY-NON-RETRYABLE"}
+    assert v.findings[0].attempts == (1, 2)
+
+
+def test_retrying_another_4xx_is_a_should_and_408_is_allowed() -> None:
+    """409 is outside the seed's explicit list (SHOULD); RFC 9110 lets a client repeat 408."""
+    assert shoulds(judge([rec(1, 0.0, 409), ok(2, 0.5)])) == {"V-RETRY-NON-RETRYABLE"}
+    assert judge([rec(1, 0.0, 408), ok(2, 0.5)]).clean
+
+
+def test_retrying_a_401_with_new_credentials_is_a_refresh_not_a_retry() -> None:
+    """A token refresh changes the request: not the same input failing the same way."""
+    old, new = (("authorization", "Bearer old"),), (("authorization", "Bearer new"),)
+    assert judge([rec(1, 0.0, 401, headers=old), ok(2, 0.5, headers=new)]).clean
+
+
+@pytest.mark.parametrize(
+    ("respond", "hint"),
+    [
+        (Respond(429, headers=(("retry-after", "1"),)), 1.0),
+        (Respond(429, headers=(("retry-after-ms", "800"),)), 0.8),
+        (Respond(503, retry_after_date=2.0), 2.0),
+    ],
+)
+def test_a_retry_before_the_hint_ignores_retry_after(respond: Respond, hint: float) -> None:
+    """Seconds, milliseconds and HTTP dates are all hints; waiting them is clean."""
+    steps = script(respond, Stream())
+    early = judge([rec(1, 0.0, respond.status), ok(2, 0.2, step=1)], scenario=steps)
+    assert musts(early) == {"V-RETRY-AFTER-IGNORED"}
+    assert judge([rec(1, 0.0, respond.status), ok(2, hint + 0.01, step=1)], scenario=steps).clean
+
+
+def test_a_hint_beyond_the_cap_is_waited_up_to_the_cap() -> None:
+    """Retry-After 300 s: the seed caps waits at 60 s; giving up instead is also fine."""
+    steps = script(Respond(429, headers=(("retry-after", "300"),)), Stream())
+    assert judge([rec(1, 0.0, 429), ok(2, 60.01, step=1)], scenario=steps).clean
+    assert judge([rec(1, 0.0, 429)], scenario=steps).clean  # no V-RETRY-NONE
+
+
+def test_never_retrying_a_503_is_a_should_unless_the_call_is_non_idempotent() -> None:
+    """Giving up at once on 503 misses the matrix; for a non-idempotent call it is right."""
+    assert shoulds(judge([rec(1, 0.0, 503)])) == {"V-RETRY-NONE"}
+    assert judge([rec(1, 0.0, 503)], idempotent=False).clean
+    assert judge([rec(1, 0.0, 401)]).clean
+
+
+def test_a_breaker_that_just_opened_may_stop_retrying() -> None:
+    """After four failed calls, a fifth that is not retried is the breaker opening."""
+    calls = [rec(i, i * 1.0, 503, body=f"b{i}") for i in range(1, 6)]
+    v = judge(calls)
+    assert [f.attempts for f in v.findings if f.rule == "V-RETRY-NONE"] == [(1,), (2,), (3,), (4,)]
+
+
+# -- storms, backoff and jitter --------------------------------------------------------------
+
+
+def test_more_than_ten_attempts_in_a_minute_is_a_storm() -> None:
+    """Without a profile: over 10 attempts of one call within 60 s."""
+    records = [rec(i, i * 2.0, 503) for i in range(1, 12)]
+    assert "V-RETRY-STORM" in musts(judge(records))
+    assert "V-RETRY-STORM" not in musts(judge(records[:10]))
+
+
+def test_a_profile_limit_bounds_the_attempts() -> None:
+    """With a profile, more attempts than its max_attempts is a storm."""
+    profile = get_profile("seed-pipeline")  # 3 attempts
+    records = [rec(i, i * 1.0, 503) for i in range(1, 5)]
+    assert "V-RETRY-STORM" in musts(judge(records, profile=profile))
+
+
+def test_retries_with_no_wait_have_no_backoff() -> None:
+    """Three or more retries averaging under 20 ms; one scheduling hiccup is absorbed."""
+    immediate = [rec(1, 0.0, 503), rec(2, 0.003, 503), rec(3, 0.045, 503), ok(4, 0.049)]
+    assert musts(judge(immediate)) == {"V-BACKOFF-NONE"}
+    two_quick_ones = [rec(1, 0.0, 503), rec(2, 0.003, 503), ok(3, 0.006)]
+    assert judge(two_quick_ones).clean  # too few to tell from a full-jitter draw
+    then_backoff = [rec(1, 0.0, 503), rec(2, 0.003, 503), rec(3, 0.006, 503), ok(4, 0.5)]
+    assert judge(then_backoff).clean
+
+
+def test_a_fixed_delay_has_no_jitter_and_a_growing_one_is_clean() -> None:
+    """Three retries at one delay (one outlier of four allowed): no growth, no jitter;
+    jittered growth is clean."""
+    fixed_delay = [rec(1, 0.0, 503), rec(2, 1.0, 503), rec(3, 2.001, 503), ok(4, 3.003)]
+    assert musts(judge(fixed_delay)) == {"V-BACKOFF-NO-JITTER"}
+    hiccup = [*fixed_delay[:3], rec(4, 3.1, 503), ok(5, 4.102)]
+    assert musts(judge(hiccup)) == {"V-BACKOFF-NO-JITTER"}
+    growing = [rec(1, 0.0, 503), rec(2, 0.45, 503), rec(3, 1.35, 503), ok(4, 3.2)]
+    assert judge(growing).clean
+
+
+def _profile(**changes: Any) -> Profile:
+    policy = ClientPolicy(
+        backoff=BackoffConfig(base=0.2, caps=((1, 2.0),), jitter=0.5),
+        breaker=BreakerConfig(kind="none"),
+        max_attempts=10,
+    )
+    return Profile("unit", 1, "unit", "tests", replace(policy, **changes))
+
+
+def test_a_delay_outside_the_profile_envelope() -> None:
+    """Retry 1 must wait 0.2-0.3 s (plus slack): 10 ms is too soon."""
+    profile = _profile()
+    soon = [rec(1, 0.0, 503), ok(2, 0.01)]
+    assert musts(judge(soon, profile=profile)) == {"V-BACKOFF-ENVELOPE"}
+    assert judge([rec(1, 0.0, 503), ok(2, 0.25)], profile=profile).clean
+
+
+def test_delays_at_one_spot_of_their_envelopes_have_no_jitter() -> None:
+    """Five delays all at the envelope's lower edge: the declared jitter was never drawn."""
+    profile = _profile()
+    at, records = 0.0, [rec(1, 0.0, 503)]
+    for n in range(1, 6):
+        at += 0.001 + min(0.2 * 2 ** (n - 1), 2.0) + 0.001
+        records.append(rec(n + 1, at, 503))
+    assert musts(judge(records, profile=profile)) == {"V-BACKOFF-NO-JITTER"}
+
+
+def test_consecutive_failures_without_a_pause_hammer_the_backend() -> None:
+    """Five failures then a sixth attempt within the 60 s cooldown (any calls, one path)."""
+    hammer = [rec(i, i * 1.0, 503, body=f"b{i}") for i in range(1, 7)]
+    v = judge(hammer, idempotent=False)
+    assert shoulds(v) == {"V-BREAKER-NO-PAUSE"}
+    assert v.findings[0].attempts == (1, 2, 3, 4, 5, 6)
+    paused = [*hammer[:5], rec(6, 5.0 + 61.0, 503, body="b6")]
+    assert judge(paused, idempotent=False).clean
+    reset = [*hammer[:4], ok(5, 5.0, body="b5"), rec(6, 6.0, 503, body="b6")]
+    assert judge(reset, idempotent=False).clean
+
+
+def test_a_profile_breaker_makes_hammering_a_must() -> None:
+    """With a consecutive breaker in the profile, its threshold and cooldown are the rule."""
+    profile = _profile(breaker=BreakerConfig(threshold=3, cooldown=1.0))
+    records = [rec(1, 0.0, 503), rec(2, 0.25, 503), rec(3, 0.7, 503), rec(4, 1.0, 503)]
+    assert "V-BREAKER-NO-PAUSE" in musts(judge(records, profile=profile))
+
+
+# -- non-idempotent requests, bodies, commit ------------------------------------------------
+
+
+def test_a_non_idempotent_post_seen_by_the_server_is_not_sent_again() -> None:
+    """Judged only when the test says idempotent=False; a GET is never judged so."""
+    records = [rec(1, 0.0, 503), ok(2, 0.5)]
+    assert musts(judge(records, idempotent=False)) == {"V-POST-RESENT"}
+    assert judge(records).clean
+    assert "V-POST-RESENT" in " ".join(judge(records).not_judged)
+    gets = [rec(1, 0.0, 503, method="GET"), ok(2, 0.5, method="GET")]
+    assert judge(gets, idempotent=False).clean
+
+
+def test_an_attempt_the_server_never_fully_got_may_be_sent_again() -> None:
+    """A request whose body never arrived could not have run."""
+    cut = rec(1, 0.0, None, end="client_closed", note="client left during the request body")
+    assert judge([cut, ok(2, 0.5)], idempotent=False).clean
+
+
+def test_a_restart_after_chunks_is_a_commit_violation_and_a_resume_is_not() -> None:
+    """A new attempt without Last-Event-ID after data events repeats them; a resume continues."""
+    broken = rec(1, 0.0, 200, chunks=3, end="aborted")
+    v = judge([broken, ok(2, 0.5)])
+    assert musts(v) == {"V-COMMIT-RESTART"}
+    assert "carried no ids" in v.findings[0].observed
+    with_ids = rec(1, 0.0, 200, chunks=3, end="aborted", ids=True)
+    resumed = ok(2, 0.5, headers=(("last-event-id", "3"),))
+    assert judge([with_ids, resumed]).clean
+
+
+def test_a_restart_that_reached_the_output_is_shown() -> None:
+    """With the app's output, the duplicated chunks are named."""
+    steps = script(Stream(events=2, end="abort"), Stream(events=2))
+    first = rec(1, 0.0, 200, chunks=2, end="aborted")
+    second = rec(2, 0.5, 200, chunks=2, done=True, step=1)
+    from fake_servers._formats import token
+
+    text = token(0, PATH, 1) + token(0, PATH, 2)
+    v = judge([first, second], scenario=steps, app_output=text + text)
+    assert "twice" in v.findings[0].observed
+
+
+# -- stalls, cancellation, what the app produced --------------------------------------------
+
+
+STALLED = script(Stream(events=4, stall=Stall(after=2, seconds=None)))
+
+
+def test_sitting_through_a_stall_beyond_the_timeout() -> None:
+    """Still connected 5 s into the silence, with a 1 s stall timeout."""
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
+    v = judge([open_attempt], scenario=STALLED, stall_timeout=1.0, judged_at=5.0)
+    assert musts(v) == {"V-STALL-SAT-THROUGH"}
+    abandoned = rec(1, 0.0, 200, chunks=2, end="client_closed", took=1.1)
+    assert judge([abandoned], scenario=STALLED, stall_timeout=1.0, error="stalled").clean
+
+
+def test_a_stall_is_judged_against_the_seed_timeout_without_a_stall_timeout() -> None:
+    """The seed's 90 s + 10 s check: 5 s of silence is not a finding yet."""
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
+    assert judge([open_attempt], scenario=STALLED, judged_at=5.0).clean
+    assert judge([open_attempt], scenario=STALLED, judged_at=101.0).rules() == (
+        "V-STALL-SAT-THROUGH",
+    )
+
+
+def test_keepalive_comments_are_heartbeats_under_the_seed_idle_rule() -> None:
+    """Comments every 0.2 s keep a bytes-idle client rightly waiting."""
+    steps = script(Stream(events=4, stall=Stall(after=2, seconds=None, keepalive=0.2)))
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
+    assert judge([open_attempt], scenario=steps, stall_timeout=1.0, judged_at=5.0).clean
+
+
+def test_a_stream_left_open_after_the_app_stopped_reading() -> None:
+    """In flight when the app stopped: closed within 0.5 s, or a finding."""
+    late = rec(1, 0.0, 200, chunks=20, done=True, took=3.0)
+    v = judge([late], stopped_reading_at=1.0)
+    assert musts(v) == {"V-CANCEL-NOT-CLOSED"}
+    closed = rec(1, 0.0, 200, chunks=3, end="client_closed", took=1.05)
+    assert judge([closed], stopped_reading_at=1.0).clean
+    still_open = rec(1, 0.0, 200, chunks=3, end=None)
+    assert judge([still_open], stopped_reading_at=1.0, judged_at=1.2).clean  # too early
+    assert musts(judge([still_open], stopped_reading_at=1.0, judged_at=2.0)) == {
+        "V-CANCEL-NOT-CLOSED"
+    }
+
+
+def test_a_close_just_before_the_mark_is_the_app_stopping() -> None:
+    """Dropping the stream closes it; the test says so a moment later: a cancellation."""
+    closed = rec(1, 0.0, 200, chunks=3, end="client_closed", took=0.99)
+    v = judge([closed], stopped_reading_at=1.0, app_output="abc")
+    assert v.clean
+    assert "stopped reading" in v.calls[0].outcomes[0]
+
+
+def test_a_call_cancelled_by_the_app_is_not_retried_by_a_later_call() -> None:
+    """The same question asked again after the app stopped reading is a new call."""
+    cancelled = rec(1, 0.0, 200, chunks=3, end="client_closed", took=1.05)
+    v = judge([cancelled, ok(2, 2.0)], stopped_reading_at=1.0)
+    assert [c.attempts for c in v.calls] == [(1,), (2,)]
+    assert v.clean
+
+
+def test_truncation_and_swallowed_errors_need_what_the_app_produced() -> None:
+    """Without app output nothing is guessed; the not-judged list says what to pass."""
+    truncated = rec(1, 0.0, 200, chunks=3, end="completed")
+    v = judge([truncated])
+    assert v.clean
+    assert "V-TRUNCATED-ACCEPTED" in v.not_judged[0]
+
+
+def test_a_truncated_stream_returned_as_an_answer() -> None:
+    """The app returned normally from a stream without its terminal event."""
+    truncated = rec(1, 0.0, 200, chunks=3, end="completed")
+    assert musts(judge([truncated], app_output="abc")) == {"V-TRUNCATED-ACCEPTED"}
+    assert judge([truncated], app_output="abc", error=ValueError("truncated")).clean
+
+
+@pytest.mark.parametrize(
+    ("attempt", "steps"),
+    [
+        (rec(1, 0.0, 200, chunks=3, end="aborted"), None),
+        (rec(1, 0.0, 200, chunks=3, end="client_closed"), None),
+        (rec(1, 0.0, 200, chunks=3, note="in-band error"), script(Stream(events=3, end="error"))),
+    ],
+    ids=["broken", "abandoned", "in-band-error"],
+)
+def test_a_mid_stream_error_swallowed(attempt: Attempt, steps: Scenario | None) -> None:
+    """A broken, abandoned or error-ended stream returned as if complete."""
+    assert musts(judge([attempt], scenario=steps, app_output="x")) == {"V-MIDSTREAM-SWALLOWED"}
+
+
+def test_a_client_that_follows_the_seeds_gets_no_finding() -> None:
+    """Surfacing a mid-stream failure, not restarting: nothing to report."""
+    broken = rec(1, 0.0, 200, chunks=3, end="aborted")
+    v = judge([broken], app_output="partial", error=ConnectionError("peer closed"))
+    assert v.clean
+    v.assert_ok(strict=True)
+
+
+# -- the verdict object -----------------------------------------------------------------------
+
+
+def test_assert_ok_fails_on_must_and_strict_also_on_should() -> None:
+    """MUST findings fail; SHOULD findings fail only under strict; the message is the render."""
+    must = judge([rec(1, 0.0, 401), rec(2, 0.5, 401)])
+    with pytest.raises(AssertionError, match="V-RETRY-NON-RETRYABLE") as raised:
+        must.assert_ok()
+    assert str(raised.value) == must.render()
+    should = judge([rec(1, 0.0, 503)])
+    should.assert_ok()
+    with pytest.raises(AssertionError, match="V-RETRY-NONE"):
+        should.assert_ok(strict=True)
+
+
+def test_a_finding_names_rule_source_attempts_and_advice() -> None:
+    """Every rule has a source and advice, and the render carries them."""
+    v = judge([rec(1, 0.0, 401), rec(2, 0.5, 401)])
+    text = v.render()
+    rule = RULES["V-RETRY-NON-RETRYABLE"]
+    for part in (rule.id, rule.source, rule.advice, "#1, #2", "call 1: POST"):
+        assert part in text
+    assert all(r.source and r.advice for r in RULES.values())
+    assert json.loads(json.dumps(v.to_json()))["findings"][0]["attempts"] == [1, 2]
+
+
+# -- small httpx clients against the llm_server fixture ----------------------------------------
+
+
+class StatusError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class Truncated(Exception):
+    """The stream ended without data: [DONE]."""
+
+
+class GoodClient:
+    """The seeds' client: retries 429/5xx/network before the first chunk with jittered
+    exponential backoff, honours Retry-After, a 5-failure breaker, never retries 4xx
+    or a non-idempotent call, surfaces mid-stream failures and truncation, abandons
+    stalls, closes what it stops reading."""
+
+    attempts = 6
+    base, cap, jitter = 0.05, 0.2, 0.5
+    threshold, cooldown = 5, 0.5  # well above the longest backoff (0.2 * 1.5 s)
+    retry_after_cap = 2.0
+    read_timeout: float | None = 0.5
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=httpx.Timeout(5.0, read=self.read_timeout))
+        self.failures = 0
+        self.rng = random.Random()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def stream(self, idempotent: bool = True) -> Iterator[str]:
+        key = uuid.uuid4().hex
+        for n in range(1, self.attempts + 1):
+            yielded = False
+            try:
+                with self.send(self.body(n), key) as response:
+                    if response.status_code >= 400:
+                        self.failures += 1
+                        if n == self.attempts or not idempotent or not self.retryable(response):
+                            raise StatusError(response.status_code)
+                        self.wait(n, response)
+                        continue
+                    for text in self.chunks(response):
+                        yielded = True
+                        yield text
+                    self.failures = 0
+                    return
+            except httpx.TransportError:
+                if yielded:
+                    raise  # committed: the failure is the caller's to see
+                self.failures += 1
+                if n == self.attempts or not idempotent:
+                    raise
+                self.wait(n, None)
+
+    def body(self, attempt: int) -> dict[str, Any]:
+        return {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+    def send(self, body: dict[str, Any], key: str) -> contextlib.AbstractContextManager[Any]:
+        return self.http.stream("POST", self.url, json=body, headers={"idempotency-key": key})
+
+    def retryable(self, response: httpx.Response) -> bool:
+        status = response.status_code
+        return status in (408, 429) or status >= 500
+
+    def wait(self, n: int, response: httpx.Response | None) -> None:
+        if self.failures >= self.threshold:
+            time.sleep(self.cooldown)  # the breaker is open: one probe after the cooldown
+            return
+        time.sleep(self.delay(n, response))
+
+    def delay(self, n: int, response: httpx.Response | None) -> float:
+        backoff = min(self.base * 2 ** (n - 1), self.cap) * (1 + self.rng.uniform(0, self.jitter))
+        hint = _retry_after(response)
+        return backoff if hint is None else max(backoff, min(hint, self.retry_after_cap))
+
+    def chunks(self, response: httpx.Response) -> Iterator[str]:
+        return self.parse(response.iter_lines())
+
+    def parse(self, lines: Iterator[str]) -> Iterator[str]:
+        for line in lines:
+            if not line.startswith("data: "):
+                continue
+            if line == "data: [DONE]":
+                return
+            for choice in json.loads(line[6:]).get("choices") or []:
+                text = (choice.get("delta") or {}).get("content")
+                if text:
+                    yield text
+        raise Truncated("the stream ended without data: [DONE]")
+
+
+def _retry_after(response: httpx.Response | None) -> float | None:
+    if response is None:
+        return None
+    if "retry-after-ms" in response.headers:
+        return float(response.headers["retry-after-ms"]) / 1000
+    if "retry-after" in response.headers:
+        return float(response.headers["retry-after"])
+    return None
+
+
+class Retries401(GoodClient):
+    def retryable(self, response: httpx.Response) -> bool:
+        return True
+
+
+class IgnoresRetryAfter(GoodClient):
+    def delay(self, n: int, response: httpx.Response | None) -> float:
+        return super().delay(n, None)
+
+
+class NeverRetries(GoodClient):
+    attempts = 1
+
+
+class NoAttemptLimit(GoodClient):
+    attempts = 50
+
+
+class NoBackoff(GoodClient):
+    def delay(self, n: int, response: httpx.Response | None) -> float:
+        return 0.0
+
+
+class FixedDelay(GoodClient):
+    def delay(self, n: int, response: httpx.Response | None) -> float:
+        return 0.15
+
+
+class RetriesTooSoon(GoodClient):
+    def delay(self, n: int, response: httpx.Response | None) -> float:
+        return 0.0
+
+
+class NoBreaker(GoodClient):
+    threshold = 10**9
+
+
+class ResendsUnsafe(GoodClient):
+    def stream(self, idempotent: bool = True) -> Iterator[str]:
+        return super().stream(idempotent=True)
+
+
+class ChangesBody(GoodClient):
+    def body(self, attempt: int) -> dict[str, Any]:
+        return {**super().body(attempt), "attempt": attempt}
+
+
+class RestartsAfterCommit(GoodClient):
+    def stream(self, idempotent: bool = True) -> Iterator[str]:
+        for _ in range(2):  # a retry loop around the whole stream
+            try:
+                yield from super().stream(idempotent)
+                return
+            except httpx.TransportError:
+                continue
+
+
+class NoStallTimeout(GoodClient):
+    read_timeout = None
+
+
+class LeaksOnStop(GoodClient):
+    """Keeps each response and its line iterator (as openai's Stream object does): when
+    the caller stops, nothing closes them."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.kept: list[tuple[httpx.Response, Iterator[str]]] = []
+
+    def send(self, body: dict[str, Any], key: str) -> contextlib.AbstractContextManager[Any]:
+        request = self.http.build_request("POST", self.url, json=body)
+        return contextlib.nullcontext(self.http.send(request, stream=True))
+
+    def chunks(self, response: httpx.Response) -> Iterator[str]:
+        lines = response.iter_lines()
+        self.kept.append((response, lines))
+        return self.parse(lines)
+
+    def close(self) -> None:
+        for response, _ in self.kept:
+            response.close()
+        super().close()
+
+
+class AcceptsTruncation(GoodClient):
+    def chunks(self, response: httpx.Response) -> Iterator[str]:
+        with contextlib.suppress(Truncated):
+            yield from super().chunks(response)
+
+
+class SwallowsMidstreamError(GoodClient):
+    def stream(self, idempotent: bool = True) -> Iterator[str]:
+        with contextlib.suppress(httpx.TransportError):
+            yield from super().stream(idempotent)
+
+
+class SingleShotInALoop(GoodClient):
+    """No retries of its own; the app wraps it in a for loop that retries everything."""
+
+    attempts = 1
+
+    def stream(self, idempotent: bool = True) -> Iterator[str]:
+        for n in range(3):
+            try:
+                yield from super().stream(idempotent)
+                return
+            except (StatusError, httpx.TransportError):
+                time.sleep(0.1 * 2**n * (1 + self.rng.random()))  # backs off, but retries all
+
+
+# The test profile: the GoodClient's own numbers, so a verdict with it judges the
+# delays against the envelope and the breaker against its cooldown.
+CLIENT_PROFILE = Profile(
+    name="good-client",
+    version=1,
+    title="tests/test_verdict.py GoodClient",
+    source="tests/test_verdict.py",
+    policy=ClientPolicy(
+        backoff=BackoffConfig(base=0.05, caps=((1, 0.2),), jitter=0.5),
+        breaker=BreakerConfig(threshold=5, cooldown=0.5),
+        max_attempts=6,
+        retry_after_cap=2.0,
+    ),
+)
+
+R429 = Respond(429, headers=(("retry-after", "0.3"),))
+LONG = Stream(events=40, gap=fixed(0.025))  # 1 s of streaming: time to stop reading
+STALL = Stream(events=4, stall=Stall(after=2, seconds=1.5))
+
+
+class Row:
+    """One app run: a client, the script, how the app reads, the verdict's arguments."""
+
+    def __init__(
+        self,
+        client: type[GoodClient],
+        steps: tuple[Respond | Stream, ...],
+        must: set[str] | None = None,
+        should: set[str] | None = None,
+        *,
+        stop_after: int | None = None,
+        **verdict: Any,
+    ) -> None:
+        self.client, self.steps, self.stop_after, self.verdict = client, steps, stop_after, verdict
+        self.must, self.should = must or set(), should or set()
+
+
+def _outage(times: int) -> tuple[Respond, ...]:
+    return (Respond(503),) * times
+
+
+WRONG: dict[str, Row] = {
+    "retries-401": Row(Retries401, (Respond(401), Stream()), {"V-RETRY-NON-RETRYABLE"}),
+    "app-loop-retries-401": Row(SingleShotInALoop, (Respond(401),), {"V-RETRY-NON-RETRYABLE"}),
+    "ignores-retry-after": Row(IgnoresRetryAfter, (R429, Stream()), {"V-RETRY-AFTER-IGNORED"}),
+    "never-retries": Row(NeverRetries, (Respond(503), Stream()), should={"V-RETRY-NONE"}),
+    "no-attempt-limit": Row(
+        NoAttemptLimit, (*_outage(6), Stream()), {"V-RETRY-STORM"}, profile=CLIENT_PROFILE
+    ),
+    "no-backoff": Row(NoBackoff, (*_outage(3), Stream()), {"V-BACKOFF-NONE"}),
+    "fixed-delay": Row(FixedDelay, (*_outage(4), Stream()), {"V-BACKOFF-NO-JITTER"}),
+    "retries-too-soon": Row(
+        RetriesTooSoon, (*_outage(2), Stream()), {"V-BACKOFF-ENVELOPE"}, profile=CLIENT_PROFILE
+    ),
+    "no-breaker": Row(
+        NoBreaker, (*_outage(6), Stream()), {"V-BREAKER-NO-PAUSE"}, profile=CLIENT_PROFILE
+    ),
+    "resends-unsafe": Row(
+        ResendsUnsafe, (Respond(503), Stream()), {"V-POST-RESENT"}, idempotent=False
+    ),
+    "changes-body": Row(ChangesBody, (Respond(503), Stream()), {"V-POST-BODY-CHANGED"}),
+    "restarts-after-commit": Row(
+        RestartsAfterCommit, (Stream(events=3, end="abort"), Stream()), {"V-COMMIT-RESTART"}
+    ),
+    "no-stall-timeout": Row(NoStallTimeout, (STALL,), {"V-STALL-SAT-THROUGH"}, stall_timeout=0.5),
+    "leaks-on-stop": Row(LeaksOnStop, (LONG,), {"V-CANCEL-NOT-CLOSED"}, stop_after=2),
+    "accepts-truncation": Row(
+        AcceptsTruncation, (Stream(events=3, end="truncate"),), {"V-TRUNCATED-ACCEPTED"}
+    ),
+    "swallows-midstream-error": Row(
+        SwallowsMidstreamError, (Stream(events=3, end="abort"),), {"V-MIDSTREAM-SWALLOWED"}
+    ),
+}
+
+RIGHT: dict[str, Row] = {
+    "rate-limited-twice": Row(GoodClient, (R429, R429, Stream())),
+    "outage-then-answer": Row(GoodClient, (*_outage(2), Stream()), profile=CLIENT_PROFILE),
+    "breaker-pauses": Row(GoodClient, (*_outage(5), Stream()), profile=CLIENT_PROFILE),
+    "401-surfaced": Row(GoodClient, (Respond(401),)),
+    "non-idempotent-gives-up": Row(GoodClient, (Respond(503), Stream()), idempotent=False),
+    "mid-stream-failure-surfaced": Row(GoodClient, (Stream(events=3, end="abort"), Stream())),
+    "truncation-surfaced": Row(GoodClient, (Stream(events=3, end="truncate"), Stream())),
+    "stall-abandoned": Row(GoodClient, (STALL,), stall_timeout=0.5),
+    "closes-on-stop": Row(GoodClient, (LONG,), stop_after=2),
+}
+
+
+def _run_app(llm: Any, client: GoodClient, row: Row) -> tuple[str, BaseException | None]:
+    """The app: read the stream, keep the text; stop early if the row says so."""
+    out: list[str] = []
+    idempotent = row.verdict.get("idempotent", True) is not False
+    try:
+        for i, text in enumerate(client.stream(idempotent=idempotent)):
+            out.append(text)
+            if row.stop_after is not None and i + 1 == row.stop_after:
+                llm.app_stopped_reading()
+                break  # the generator is dropped here, as an app's loop would drop it
+    except (StatusError, Truncated, httpx.HTTPError) as error:
+        return "".join(out), error
+    return "".join(out), None
+
+
+def _judge_run(llm: Any, row: Row) -> Verdict:
+    llm.openai.script(*row.steps)
+    client = row.client(llm.openai.url)
+    try:
+        output, error = _run_app(llm, client, row)
+        verdict: Verdict = llm.verdict(app_output=output, error=error, **row.verdict)
+    finally:
+        client.close()
+    return verdict
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
+    """A client with one mistake gets exactly the MUST (or SHOULD) finding for it."""
+    row = WRONG[name]
+    verdict = _judge_run(llm_server, row)
+    assert musts(verdict) == row.must, verdict.render()
+    if row.should:
+        assert shoulds(verdict) == row.should, verdict.render()
+
+
+@pytest.mark.parametrize("name", list(RIGHT))
+def test_the_correct_client_gets_no_finding(llm_server: Any, name: str) -> None:
+    """The client that follows the seeds is clean in every scenario, strictly."""
+    verdict = _judge_run(llm_server, RIGHT[name])
+    verdict.assert_ok(strict=True)
