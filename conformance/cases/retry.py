@@ -139,6 +139,7 @@ def _retried(status: int) -> Callable[[Transport], Case]:
 
 # -- network failures ----------------------------------------------------------
 
+SEND_LATENCY_SLACK = 0.1  # the client's request can reach the server this long after it sent
 RETRY_AFTER_TEST_CAP = 0.3  # far above any backoff at test timing (<= 0.1 s)
 REFUSED_WINDOW = 0.1  # seconds the proxy refuses connections after the stream starts
 
@@ -246,7 +247,12 @@ def _check_ttfc(ev: Evidence, policy: ClientPolicy) -> Outcome:
             "the first attempt was not closed by the client" if first is not None else "no attempt",
         )
     waited = first.ended_at - first.arrived_at
-    if not limit - LOWER_BOUND_SLACK <= waited <= limit + UPPER_BOUND_SLACK:
+    # The client's timer starts when it sends, before the server records the arrival,
+    # so "too early" needs slack for connecting and sending: up to half the timeout
+    # (0.1 s at test timing; measured 1-10 ms under load). The upper bound catches the
+    # client without the timeout (its stall watchdog abandons the attempt much later).
+    early = min(SEND_LATENCY_SLACK, limit / 2)
+    if not limit - early <= waited <= limit + UPPER_BOUND_SLACK:
         return Outcome.failed(
             f"the silent first attempt abandoned after {limit:.3f}s "
             f"(within {UPPER_BOUND_SLACK}s of slack)",
