@@ -8,12 +8,15 @@ from typing import Literal
 
 from conformance._case import CaseContext, JsonBody, Play, StreamRequest
 from conformance.reference._config import ClientPolicy
-from fake_servers import Fault, Step
+from fake_servers import Fault, Step, Stream
 
 __all__ = [
     "PATH",
+    "REFUSED_WINDOW",
     "Transport",
     "one_stream",
+    "refused_applies",
+    "refused_then_online",
     "request_for",
     "retry_budget",
     "retrying_or_ended",
@@ -66,6 +69,38 @@ def retrying_or_ended(ctx: CaseContext, stream: str = "s1") -> bool:
         d.kind == "state" and d.state == "retrying" and d.stream == stream
         for d in ctx.deliveries.all()
     )
+
+
+REFUSED_WINDOW = 0.1  # longest the proxy refuses connections when the client reports nothing
+
+
+def refused_applies(policy: ClientPolicy, transport: str) -> str | None:
+    """Refused-connection cases need retries that outlast the refusal window."""
+    if policy.max_attempts is None:
+        return None
+    span = sum(policy.backoff.envelope(k)[0] for k in range(1, policy.max_attempts))
+    if span >= 3 * REFUSED_WINDOW:
+        return None
+    return (
+        f"the profile's retries span at least {span:.3f}s, too short to outlast a "
+        f"{REFUSED_WINDOW}s refusal window reliably"
+    )
+
+
+def refused_then_online(request: Callable[[CaseContext], StreamRequest], events: int = 5) -> Play:
+    """Start a stream while the proxy refuses connections; back online once the client
+    says it will retry (a client reporting no states gets REFUSED_WINDOW), so a fast
+    client never sits out its breaker. The deadline allows for one cooldown."""
+
+    async def play(ctx: CaseContext) -> None:
+        ctx.server.script(PATH, Stream(events=events))
+        ctx.proxy.offline()
+        ctx.start(request(ctx))
+        await ctx.wait_until(lambda: retrying_or_ended(ctx), REFUSED_WINDOW)
+        ctx.proxy.online()
+        await ctx.wait_ended("s1", retry_budget(ctx.policy, ctx.policy.breaker.threshold + 1))
+
+    return play
 
 
 def one_stream(

@@ -39,8 +39,9 @@ from conformance._evidence import Evidence
 from conformance.cases._common import (
     PATH,
     one_stream,
+    refused_applies,
+    refused_then_online,
     retry_budget,
-    retrying_or_ended,
     settle_time,
 )
 from conformance.cases.sse import server_sequence
@@ -54,7 +55,6 @@ UNSAFE = 'seeds/002 §Streaming responses (idempotent: false: "must not run twic
 EVENTS = 5
 IMAGE_SIZE = 1_500_000  # the article allows 5 MB images; 1.5 MB keeps the case fast
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-REFUSED_WINDOW = 0.1  # longest the proxy refuses connections when the client reports no retry
 
 
 @functools.cache
@@ -200,29 +200,6 @@ async def _play_multipart(ctx: CaseContext) -> None:
     await ctx.wait_ended("s1", retry_budget(ctx.policy, 1))
 
 
-async def _play_refused(ctx: CaseContext) -> None:
-    ctx.server.script(PATH, Stream(events=EVENTS))
-    ctx.proxy.offline()
-    ctx.start(unsafe_request())
-    # Back online as soon as the client says it will retry (or gave up); a client
-    # that reports no states gets REFUSED_WINDOW. Connects may trip the breaker.
-    await ctx.wait_until(lambda: retrying_or_ended(ctx), REFUSED_WINDOW)
-    ctx.proxy.online()
-    await ctx.wait_ended("s1", retry_budget(ctx.policy, ctx.policy.breaker.threshold + 1))
-
-
-def _refused_applies(policy: ClientPolicy, transport: str) -> str | None:
-    if policy.max_attempts is None:
-        return None
-    span = sum(policy.backoff.envelope(k)[0] for k in range(1, policy.max_attempts))
-    if span >= 3 * REFUSED_WINDOW:
-        return None
-    return (
-        f"the profile's retries span at least {span:.3f}s, too short to outlast a "
-        f"{REFUSED_WINDOW}s refusal window reliably"
-    )
-
-
 # -- the catalog -------------------------------------------------------------------------
 
 
@@ -309,11 +286,11 @@ CASES: list[Case] = [
         "A non-idempotent POST refused at connect is retried",
         "A client SHOULD retry a non-idempotent request whose connection was refused: no byte "
         "was sent, so it cannot run twice.",
-        _play_refused,
+        refused_then_online(lambda ctx: unsafe_request(), events=EVENTS),
         _refused_then_sent,
         source=f"seeds/000 §The Retryable-Error Matrix (retry network errors); {UNSAFE}",
         level=Level.SHOULD,
-        applies=_refused_applies,
+        applies=refused_applies,
     ),
 ]
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 
-from conformance._case import Case, CaseContext, Check, Level, Outcome, Play, register
+from conformance._case import Case, Check, Level, Outcome, Play, register
 from conformance._checks import (
     LOWER_BOUND_SLACK,
     UPPER_BOUND_SLACK,
@@ -23,12 +23,11 @@ from conformance._checks import (
 )
 from conformance._evidence import Evidence
 from conformance.cases._common import (
-    PATH,
     Transport,
     one_stream,
+    refused_applies,
+    refused_then_online,
     request_for,
-    retry_budget,
-    retrying_or_ended,
 )
 from conformance.reference._config import ClientPolicy
 from fake_servers import Fault, Respond, Stall, Stream
@@ -141,31 +140,6 @@ def _retried(status: int) -> Callable[[Transport], Case]:
 
 SEND_LATENCY_SLACK = 0.1  # the client's request can reach the server this long after it sent
 RETRY_AFTER_TEST_CAP = 0.3  # far above any backoff at test timing (<= 0.1 s)
-REFUSED_WINDOW = 0.1  # seconds the proxy refuses connections after the stream starts
-
-
-def _refused_applies(policy: ClientPolicy, transport: str) -> str | None:
-    if policy.max_attempts is None:
-        return None
-    span = sum(policy.backoff.envelope(k)[0] for k in range(1, policy.max_attempts))
-    if span >= 3 * REFUSED_WINDOW:
-        return None
-    return (
-        f"the profile's retries span at least {span:.3f}s, too short to outlast a "
-        f"{REFUSED_WINDOW}s refusal window reliably"
-    )
-
-
-async def _play_refused(ctx: CaseContext) -> None:
-    ctx.server.script(PATH, Stream(events=EVENTS))
-    ctx.proxy.offline()
-    ctx.start(request_for(ctx.transport))
-    # Back online once the client says it will retry (a client reporting no states
-    # gets the whole window), so a fast client never has to sit out its breaker.
-    await ctx.wait_until(lambda: retrying_or_ended(ctx), REFUSED_WINDOW)
-    ctx.proxy.online()
-    # Refused connects may trip the breaker: the budget includes a cooldown.
-    await ctx.wait_ended("s1", retry_budget(ctx.policy, ctx.policy.breaker.threshold + 1))
 
 
 def _net_case(
@@ -192,9 +166,9 @@ def _refused(transport: Transport) -> Case:
         "Connection refused is retried",
         "A client MUST retry when the connection is refused, and deliver the stream once "
         "the server is reachable again.",
-        _play_refused,
+        refused_then_online(lambda ctx: request_for(ctx.transport)),
         lambda ev, p: _succeeded_exactly(ev),
-        applies=_refused_applies,
+        applies=refused_applies,
     )
 
 
