@@ -151,6 +151,27 @@ class Evidence:
         rows.sort(key=lambda r: r[0])
         return [f"{(t - self.started_at) * 1000:9.1f} ms  {text}" for t, text in _compact(rows)]
 
+    def chart(self) -> dict[str, Any]:
+        """The timeline's points, compact enough to keep for every case of a report."""
+        return {
+            "started_at": self.started_at,
+            "attempts": [
+                {
+                    "seq": a.seq,
+                    "status": a.status,
+                    "end": a.end,
+                    "arrived_at": a.arrived_at,
+                    "ended_at": a.ended_at,
+                    "events": [e.at for e in a.events if e.kind == "data"],
+                }
+                for a in self.attempts
+            ],
+            "deliveries": [
+                {"at": d.at, "kind": d.kind, "label": (d.data or d.state or d.error or "")[:60]}
+                for d in self.deliveries
+            ],
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "attempts": [asdict(a) for a in self.attempts],

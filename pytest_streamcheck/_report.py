@@ -28,7 +28,8 @@ REPORT_ATTR = "streamcheck"
 
 
 def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
-    """JSON-ready data for one case. Full evidence only for cases that did not pass."""
+    """JSON-ready data for one case: the chart always, full evidence only for cases that
+    did not pass."""
     row = result.to_json()
     if result.verdict is Verdict.PASS:
         row.pop("evidence", None)
@@ -183,19 +184,19 @@ def render_html(report: dict[str, Any]) -> str:
             )
         if case.get("reason"):
             parts.append(f"<p>{esc(case['reason'])}</p>")
-        if case.get("evidence"):
-            parts.append(_timeline_svg(case["evidence"]))
+        if case.get("chart"):
+            parts.append(_timeline_svg(case["chart"]))
         if case.get("timeline"):
             parts.append("<pre>" + esc("\n".join(case["timeline"])) + "</pre>")
         parts.append("</details>")
     return "\n".join(parts)
 
 
-def _timeline_svg(evidence: dict[str, Any], width: int = 900) -> str:
+def _timeline_svg(chart: dict[str, Any], width: int = 900) -> str:
     """Attempts as bars (arrival to end), sent events as ticks, deliveries as dots."""
-    t0 = evidence["started_at"]
-    attempts = evidence["attempts"]
-    deliveries = evidence["deliveries"]
+    t0 = chart["started_at"]
+    attempts = chart["attempts"]
+    deliveries = chart["deliveries"]
     ends = [a["ended_at"] or a["arrived_at"] for a in attempts] + [d["at"] for d in deliveries]
     span: float = max([float(e) - t0 for e in ends] + [0.001])
 
@@ -212,10 +213,8 @@ def _timeline_svg(evidence: dict[str, Any], width: int = 900) -> str:
             f"<title>attempt {a['seq']}: {a['status']} {a['end']}</title></rect>"
         )
         rows += [
-            f"<line x1='{x(e['at']):.1f}' x2='{x(e['at']):.1f}' y1='{y}' y2='{y + 12}' "
-            f"stroke='#1565c0'/>"
-            for e in a["events"]
-            if e["kind"] == "data"
+            f"<line x1='{x(at):.1f}' x2='{x(at):.1f}' y1='{y}' y2='{y + 12}' stroke='#1565c0'/>"
+            for at in a["events"]
         ]
     y = 14 + len(attempts) * 18
     colours = {"chunk": "#2e7d32", "error": "#c62828", "done": "#000", "state": "#9e9e9e"}
@@ -231,7 +230,6 @@ def _timeline_svg(evidence: dict[str, Any], width: int = 900) -> str:
 
 
 def _dot(cx: float, cy: int, delivery: dict[str, Any], colours: dict[str, str]) -> str:
-    label = delivery.get("data") or delivery.get("state") or delivery.get("error") or ""
-    title = html.escape(f"{delivery['kind']} {str(label)[:60]}")
+    title = html.escape(f"{delivery['kind']} {delivery['label']}")
     colour = colours.get(delivery["kind"], "#999")
     return f"<circle cx='{cx:.1f}' cy='{cy}' r='3' fill='{colour}'><title>{title}</title></circle>"

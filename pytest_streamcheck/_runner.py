@@ -67,6 +67,7 @@ class CaseResult:
             )
         if self.evidence is not None:
             data["timeline"] = self.evidence.timeline()
+            data["chart"] = self.evidence.chart()
             data["evidence"] = self.evidence.to_json()
         return data
 
