@@ -1,0 +1,277 @@
+"""Per-attempt looks, their grouping into logical calls, and the judging inputs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from conformance._profiles import Profile
+from conformance.reference._config import ClientPolicy
+from fake_servers._ledger import Attempt
+from fake_servers._script import Respond, Scenario, Step, Stream
+
+__all__ = [
+    "CANCEL_LEAD",
+    "JOIN_SLACK",
+    "_Group",
+    "_Inputs",
+    "_Look",
+    "_State",
+    "_Wait",
+    "_cancelled",
+    "_group",
+    "_in_band_error",
+    "_look",
+    "_seen_from",
+]
+
+_State = Literal["ok", "failed", "open", "cancelled"]
+
+# A retry arrives after its predecessor ended; the server may notice the old
+# connection's close a few milliseconds after the new request (two sockets), so
+# "ended before it arrived" allows this much disorder. It never joins overlapping
+# streams: those are concurrent calls, not retries.
+JOIN_SLACK = 0.25
+CANCEL_LEAD = 0.1  # a close this long before "the app stopped reading" was that stop
+
+
+# -- what each attempt amounted to ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Look:
+    """One attempt as the rules see it."""
+
+    a: Attempt
+    step: Step | None
+    state: _State
+    chunks: int  # data events the server sent
+    terminal: bool
+    hint: float | None  # seconds the response's Retry-After asked for
+    outcome: str
+
+    @property
+    def seq(self) -> int:
+        return self.a.seq
+
+    @property
+    def status(self) -> int | None:
+        return self.a.status
+
+    @property
+    def committed(self) -> bool:
+        return self.chunks > 0
+
+    @property
+    def body_complete(self) -> bool:
+        """Whether the server got the whole request (else it could not have acted on it)."""
+        return not (self.a.status is None and "during the request body" in self.a.note)
+
+    def ids_sent(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.a.data_events if e.id is not None)
+
+
+def _step_of(attempt: Attempt, scenario: Scenario | None) -> Step | None:
+    if scenario is None or attempt.step is None:
+        return None
+    endpoint = scenario.endpoint(attempt.path)
+    if endpoint is None or attempt.step >= len(endpoint.steps):
+        return None
+    return endpoint.steps[attempt.step]
+
+
+def _look(attempt: Attempt, scenario: Scenario | None, cancelled: bool) -> _Look:
+    step = _step_of(attempt, scenario)
+    chunks = len(attempt.data_events)
+    terminal = any(e.kind == "terminal" for e in attempt.events)
+    hint = _hint(step)
+    state, outcome = _judge_attempt(attempt, step, chunks, terminal)
+    if cancelled and state != "ok":
+        state, outcome = "cancelled", outcome + " (the app stopped reading)"
+    return _Look(attempt, step, state, chunks, terminal, hint, outcome)
+
+
+def _judge_attempt(
+    a: Attempt, step: Step | None, chunks: int, terminal: bool
+) -> tuple[_State, str]:
+    if a.end is None:
+        return "open", f"{a.status or 'no status'}, {chunks} chunk(s) so far, still open"
+    if a.status is None:
+        return "failed", f"no response ({a.end}{': ' + a.note if a.note else ''})"
+    if a.status >= 400:
+        return "failed", str(a.status)
+    streamed = isinstance(step, Stream) or bool(a.events)
+    if not streamed:
+        return ("ok", str(a.status)) if a.end == "completed" else ("failed", f"{a.status} {a.end}")
+    if terminal:
+        return "ok", f"{a.status}, {chunks} chunk(s), done"
+    if _in_band_error(a, step):
+        return "failed", f"{a.status}, {chunks} chunk(s), in-band error event"
+    how = {
+        "completed": "truncated: no terminal event",
+        "aborted": "connection broken",
+        "client_closed": "closed by the client",
+        "server_stopped": "cut: server stopped",
+    }[a.end]
+    return "failed", f"{a.status}, {chunks} chunk(s), {how}"
+
+
+def _in_band_error(a: Attempt, step: Step | None) -> bool:
+    """The stream ended with the provider's error event (e.g. Anthropic's ``event: error``)."""
+    scripted = isinstance(step, Stream) and step.end == "error"
+    return a.end == "completed" and (scripted or a.note == "in-band error")
+
+
+def _hint(step: Step | None) -> float | None:
+    """Seconds the scripted response asked the client to wait (Retry-After / retry-after-ms)."""
+    if not isinstance(step, Respond):
+        return None
+    if step.retry_after_date is not None:
+        return step.retry_after_date  # the date is at least this far after sending
+    headers = {k.lower(): v.strip() for k, v in step.headers}
+    if "retry-after-ms" in headers:
+        value = _number(headers["retry-after-ms"])
+        if value is not None:
+            return value / 1000
+    if "retry-after" in headers:
+        # A literal HTTP date in a script is relative to nothing the ledger knows: no
+        # hint (script dates with Respond.retry_after_date instead).
+        return _number(headers["retry-after"])
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _cancelled(a: Attempt, stopped_reading_at: float | None) -> bool:
+    """Closed by the client because the app stopped reading: not a failure to retry.
+
+    The close may come a little before the mark: the ``break`` that drops the stream
+    closes it, and the test says so on the next line.
+    """
+    return (
+        stopped_reading_at is not None
+        and a.arrived_at <= stopped_reading_at
+        and a.end == "client_closed"
+        and (a.ended_at or 0.0) >= stopped_reading_at - CANCEL_LEAD
+    )
+
+
+# -- logical calls ----------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    label: str
+    looks: list[_Look] = field(default_factory=list)
+    keys: set[tuple[str, ...]] = field(default_factory=set)  # Idempotency-Keys seen
+    bodies: set[tuple[str, ...]] = field(default_factory=set)  # body fingerprints seen
+
+    def add(self, look: _Look) -> None:
+        key, body = _identity(look.a)
+        self.looks.append(look)
+        self.bodies.add(body)
+        if key is not None:
+            self.keys.add(key)
+
+    def same_request(self, look: _Look) -> bool:
+        key, body = _identity(look.a)
+        return body in self.bodies or (key is not None and key in self.keys)
+
+
+def _identity(a: Attempt) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(Idempotency-Key identity or None, body fingerprint identity) of a request."""
+    idem = a.idempotency_key
+    key = None if idem is None else (a.method, a.path, idem)
+    return key, (a.method, a.path, a.query, a.body_sha256, str(a.body_size))
+
+
+def _label(a: Attempt) -> str:
+    if a.idempotency_key is not None:
+        return f"Idempotency-Key {a.idempotency_key}"
+    return f"body {a.body_sha256[:12]}, {a.body_size} B" if a.body_size else "no body"
+
+
+def _group(looks: Sequence[_Look]) -> list[_Group]:
+    """Same request (same body bytes, or the same Idempotency-Key) after a failure: a retry."""
+    groups: list[_Group] = []
+    for look in looks:
+        joinable = [g for g in groups if g.same_request(look) and _continues(g.looks[-1], look)]
+        if joinable:
+            group = max(joinable, key=lambda g: g.looks[-1].a.ended_at or 0.0)
+        else:
+            group = _Group(_label(look.a))
+            groups.append(group)
+        group.add(look)
+    return groups
+
+
+def _continues(last: _Look, look: _Look) -> bool:
+    """Whether ``look`` can be a retry of ``last``: it failed and ended before ``look`` came."""
+    ended = last.a.ended_at
+    return last.state == "failed" and ended is not None and ended <= look.a.arrived_at + JOIN_SLACK
+
+
+# -- the judging context ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    looks: tuple[_Look, ...]
+    calls: tuple[tuple[int, tuple[_Look, ...]], ...]  # (number, looks)
+    policy: ClientPolicy
+    profile: Profile | None
+    app_output: str | None
+    error: str | None
+    idempotent: bool | None
+    stall_timeout: float | None
+    stopped_reading_at: float | None
+    judged_at: float
+    seed: int | None
+    scale: float  # the profile's test_scale at test timing, else 1
+
+    def delays(self, looks: Sequence[_Look]) -> list[_Wait]:
+        """How long the client waited before each retry of a call."""
+        return [_Wait(i, looks[i - 1], looks[i]) for i in range(1, len(looks))]
+
+
+@dataclass(frozen=True)
+class _Wait:
+    """The wait before retry ``n`` (1-based) of a call, bounded from both sides.
+
+    The server stamps an attempt's end after its last write returns, and on a busy
+    machine the client may already be waiting by then. So "too soon" is judged on
+    ``most`` (from the server's last record before that write: no client can have
+    seen the failure earlier) and "too late" on ``least`` (from the recorded end).
+    """
+
+    n: int
+    prev: _Look
+    nxt: _Look
+
+    @property
+    def most(self) -> float:
+        return self.nxt.a.arrived_at - _seen_from(self.prev.a)
+
+    @property
+    def least(self) -> float:
+        a = self.prev.a
+        return self.nxt.a.arrived_at - (a.ended_at if a.ended_at is not None else _seen_from(a))
+
+
+def _seen_from(a: Attempt) -> float:
+    """The earliest a client can have seen how ``a`` ended: the server's last record
+    before its final write (a plain response's headers, a stream's last event)."""
+    times = [a.arrived_at]
+    if a.headers_at is not None:
+        times.append(a.headers_at)
+    if a.events:
+        times.append(a.events[-1].at)
+    return max(times)

@@ -1,0 +1,126 @@
+"""The backoff rules: no wait, a fixed delay without jitter, the profile's envelope."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator, Sequence
+
+from conformance._checks import LOWER_BOUND_SLACK, UPPER_BOUND_SLACK
+from conformance._verdict._calls import _Inputs, _Look, _Wait
+from conformance._verdict._judges_breaker import _breaker_threshold
+from conformance._verdict._result import Finding, _finding
+
+__all__ = [
+    "FIXED_MIN_DELAYS",
+    "FIXED_SHARE",
+    "FIXED_TOLERANCE",
+    "JITTER_BAND",
+    "JITTER_MIN_DELAYS",
+    "JITTER_MIN_SPAN",
+    "MIN_FIXED_DELAY",
+    "NO_BACKOFF",
+    "NO_BACKOFF_RETRIES",
+    "_backoff_delays",
+    "_envelope",
+    "_fixed_schedule",
+    "_no_backoff",
+]
+
+# Three or more retries averaging under 20 ms did not back off. The mean absorbs one
+# scheduling hiccup; a full-jitter client (delays drawn from 0) with a base of 0.1 s
+# draws three such retries with probability about 0.06**3 / 6 / (0.1 * 0.2 * 0.4) < 0.5 %.
+NO_BACKOFF = 0.02
+NO_BACKOFF_RETRIES = 3
+# Delays within 25 ms (or 2 %) of their median are one fixed delay: scheduling noise
+# on a loaded machine stays under it, while jittered exponential delays of retries 1-3
+# fall in disjoint ranges (the seed: 0.2-0.3, 0.4-0.6, 0.8-1.2 s) and cannot all fit.
+FIXED_TOLERANCE = 0.025
+FIXED_MIN_DELAYS = 3  # at least this many, and 3/4 of the delays, at one fixed delay
+FIXED_SHARE = 0.75
+MIN_FIXED_DELAY = 0.1  # shorter fixed delays are V-BACKOFF-NONE's business
+JITTER_MIN_DELAYS = 5  # delays judged inside a profile's envelope before judging jitter
+JITTER_BAND = 0.02  # all at one relative position in the envelope: no jitter
+JITTER_MIN_SPAN = 0.05  # envelopes narrower than this (s) are not judged for jitter
+
+
+def _backoff_delays(ins: _Inputs, looks: Sequence[_Look]) -> list[_Wait]:
+    """Waits the client chose itself: not after a Retry-After hint, not a breaker pause."""
+    threshold = _breaker_threshold(ins)
+    return [
+        wait
+        for wait in ins.delays(looks)
+        if wait.prev.hint is None and not (threshold and wait.n >= threshold)
+    ]
+
+
+def _no_backoff(ins: _Inputs) -> Iterator[Finding]:
+    if ins.profile is not None:
+        return  # the profile's envelope judges every delay
+    for number, looks in ins.calls:
+        delays = _backoff_delays(ins, looks)
+        waits = [wait.most for wait in delays]
+        if len(waits) >= NO_BACKOFF_RETRIES and statistics.fmean(waits) < NO_BACKOFF:
+            shown = ", ".join(f"{d * 1000:.0f} ms" for d in waits)
+            yield _finding(
+                "V-BACKOFF-NONE",
+                [looks[0].seq, *(wait.nxt.seq for wait in delays)],
+                f"{len(waits)} retries averaging under {NO_BACKOFF * 1000:.0f} ms after the "
+                f"failure: {shown}",
+                call=number,
+            )
+
+
+def _fixed_schedule(ins: _Inputs) -> Iterator[Finding]:
+    if ins.profile is not None:
+        return  # the envelope (growing with the retry number) and its jitter test judge it
+    for number, looks in ins.calls:
+        delays = [wait.most for wait in _backoff_delays(ins, looks)]
+        if len(delays) < FIXED_MIN_DELAYS:
+            continue
+        mid = statistics.median(delays)
+        band = max(FIXED_TOLERANCE, 0.02 * mid)
+        alike = sum(abs(d - mid) <= band for d in delays)
+        if mid >= MIN_FIXED_DELAY and alike >= max(FIXED_MIN_DELAYS, FIXED_SHARE * len(delays)):
+            yield _finding(
+                "V-BACKOFF-NO-JITTER",
+                [look.seq for look in looks],
+                f"{alike} of {len(delays)} retries came {mid:.3f} s (within {band * 1000:.0f} "
+                "ms) after the failure: a fixed delay, neither growing nor jittered",
+                call=number,
+            )
+
+
+def _envelope(ins: _Inputs) -> Iterator[Finding]:
+    if ins.profile is None:
+        return
+    backoff = ins.policy.backoff
+    for number, looks in ins.calls:
+        positions: list[float] = []
+        judged: list[int] = []
+        for wait in _backoff_delays(ins, looks):
+            n, nxt = wait.n, wait.nxt
+            low, high = backoff.envelope(n)
+            if wait.most < low - LOWER_BOUND_SLACK or wait.least > high + UPPER_BOUND_SLACK:
+                shown = wait.most if wait.most < low else wait.least
+                yield _finding(
+                    "V-BACKOFF-ENVELOPE",
+                    (wait.prev.seq, nxt.seq),
+                    f"retry {n} (#{nxt.seq}) came {shown:.3f} s after the failure; "
+                    f"{ins.profile.key} allows [{low:.3f}, {high:.3f}] s",
+                    source=f"{ins.profile.key}: {ins.profile.source}",
+                    call=number,
+                )
+            elif high - low >= JITTER_MIN_SPAN:
+                positions.append(min(max((wait.most - low) / (high - low), 0.0), 1.0))
+                judged.append(nxt.seq)
+        # Under the declared jitter positions are uniform: n of them inside one band of
+        # width w has probability below n * w**(n-1) (8e-7 for 5 in 0.02).
+        if len(positions) >= JITTER_MIN_DELAYS and max(positions) - min(positions) <= JITTER_BAND:
+            yield _finding(
+                "V-BACKOFF-NO-JITTER",
+                judged,
+                f"{len(positions)} delays all at {statistics.median(positions):.0%} of "
+                f"their envelope: {ins.profile.key} declares jitter, none was drawn",
+                source=f"{ins.profile.key}: {ins.profile.source}",
+                call=number,
+            )

@@ -1,0 +1,75 @@
+"""The breaker rule (V-BREAKER-NO-PAUSE) and the failure runs a breaker counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from conformance._checks import LOWER_BOUND_SLACK
+from conformance._verdict._calls import _Inputs, _Look, _seen_from
+from conformance._verdict._result import Finding, _finding
+from conformance._verdict._rules import FindingLevel
+
+__all__ = [
+    "_breaker_threshold",
+    "_counts_for_breaker",
+    "_failures_before",
+    "_hammering",
+]
+
+
+def _breaker_threshold(ins: _Inputs) -> int:
+    breaker = ins.policy.breaker
+    return breaker.threshold if breaker.kind == "consecutive" else 0
+
+
+def _counts_for_breaker(look: _Look, ins: _Inputs) -> bool | None:
+    """True: a failure the breaker counts; False: a success (resets it); None: neither."""
+    if look.state == "ok":
+        return False
+    if look.state != "failed" or look.committed:
+        return None  # mid-stream failures do not count (seeds/002)
+    if look.status is None or look.status < 400:
+        return True
+    return ins.policy.matrix.is_retryable(look.status)
+
+
+def _failures_before(ins: _Inputs, target: _Look) -> int:
+    run = 0
+    for look in ins.looks:
+        if look.a.path != target.a.path:
+            continue
+        if look.seq == target.seq:
+            return run
+        counted = _counts_for_breaker(look, ins)
+        if counted is True:
+            run += 1
+        elif counted is False:
+            run = 0
+    return run
+
+
+def _hammering(ins: _Inputs) -> Iterator[Finding]:
+    threshold = _breaker_threshold(ins)
+    if not threshold:
+        return
+    cooldown = ins.policy.breaker.cooldown
+    level: FindingLevel = "MUST" if ins.profile is not None else "SHOULD"
+    for path in dict.fromkeys(look.a.path for look in ins.looks):
+        run: list[_Look] = []
+        for look in (x for x in ins.looks if x.a.path == path):
+            if len(run) >= threshold:
+                pause = look.a.arrived_at - _seen_from(run[-1].a)  # at most this long
+                if pause < cooldown - LOWER_BOUND_SLACK:
+                    yield _finding(
+                        "V-BREAKER-NO-PAUSE",
+                        [*(x.seq for x in run), look.seq],
+                        f"{len(run)} consecutive failures on {path}, then #{look.seq} only "
+                        f"{pause:.3f} s later (a breaker would pause {cooldown:g} s)",
+                        level=level,
+                    )
+                    break
+            counted = _counts_for_breaker(look, ins)
+            if counted is True:
+                run.append(look)
+            elif counted is False:
+                run = []

@@ -1,0 +1,161 @@
+"""The stream rules: restart after commit, stalls, closing on stop, accepted failures."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from conformance._checks import UPPER_BOUND_SLACK
+from conformance._verdict._calls import _in_band_error, _Inputs, _Look
+from conformance._verdict._result import Finding, _finding
+from fake_servers._script import Stream
+
+__all__ = [
+    "_accepted",
+    "_duplicated",
+    "_not_closed",
+    "_restarted",
+    "_sat_through",
+    "_sent_text",
+    "_stall_silence",
+    "_stall_threshold",
+]
+
+
+def _restarted(ins: _Inputs) -> Iterator[Finding]:
+    for number, looks in ins.calls:
+        for prev, nxt in itertools.pairwise(looks):
+            if not prev.committed:
+                continue
+            ids = prev.ids_sent()
+            resumed = bool(ids) and nxt.a.last_event_id is not None
+            if resumed:
+                continue
+            why = (
+                "without Last-Event-ID"
+                if ids
+                else "and the stream carried no ids, so it could only start over"
+            )
+            observed = (
+                f"#{prev.seq} sent {prev.chunks} chunk(s) and failed ({prev.outcome}); "
+                f"#{nxt.seq} asked again {why}"
+            )
+            yield _finding(
+                "V-COMMIT-RESTART",
+                (prev.seq, nxt.seq),
+                observed + _duplicated(ins, prev),
+                call=number,
+            )
+
+
+def _sent_text(ins: _Inputs, look: _Look) -> str:
+    if ins.seed is None:
+        return ""
+    from fake_servers._formats import sent_text  # the answer's words; faker loads on first use
+
+    return sent_text(look.a, ins.seed)
+
+
+def _duplicated(ins: _Inputs, prev: _Look) -> str:
+    if ins.app_output is None:
+        return ""
+    partial = _sent_text(ins, prev)
+    if len(partial.strip()) >= 3 and ins.app_output.count(partial) >= 2:
+        return f"; the app's output contains those chunks twice ({partial[:40]!r}...)"
+    return ""
+
+
+def _stall_threshold(ins: _Inputs, step: Stream) -> tuple[float, str]:
+    if ins.stall_timeout is not None:
+        return ins.stall_timeout, "the test's stall_timeout"
+    p = ins.policy
+    name = ins.profile.key if ins.profile is not None else "the seed's"
+    if step.stall is not None and step.stall.after == 0 and p.first_chunk_timeout:
+        return p.first_chunk_timeout, f"{name} time-to-first-chunk timeout"
+    return p.stall_timeout + p.stall_check_interval, f"{name} silent-stream timeout + check"
+
+
+def _stall_silence(look: _Look, step: Stream, ins: _Inputs) -> tuple[float, float] | None:
+    """(start, silence endured) of the scripted stall, or None if it never began."""
+    stall = step.stall
+    assert stall is not None
+    after = min(stall.after, step.events)  # past the last event it stalls before the end
+    data = look.a.data_events
+    if after > 0 and len(data) < after:
+        return None
+    start = data[after - 1].at if after > 0 else look.a.headers_at
+    if start is None:
+        return None
+    idle_rule = ins.policy.idle_rule
+    if stall.keepalive is not None and idle_rule == "bytes":
+        return start, stall.keepalive  # every comment is a heartbeat: the gap is the beat
+    later = [e.at for e in look.a.events if e.at > start and e.kind in ("data", "terminal")]
+    end = min(later) if later else (look.a.ended_at or ins.judged_at)
+    return start, end - start
+
+
+def _sat_through(ins: _Inputs) -> Iterator[Finding]:
+    for look in ins.looks:
+        step = look.step
+        if not isinstance(step, Stream) or step.stall is None or look.state == "cancelled":
+            continue
+        measured = _stall_silence(look, step, ins)
+        if measured is None:
+            continue
+        start, silence = measured
+        limit, what = _stall_threshold(ins, step)
+        closed = look.a.end == "client_closed" and look.a.ended_at is not None
+        if closed and (look.a.ended_at or 0.0) - start <= limit + UPPER_BOUND_SLACK:
+            continue  # abandoned in time
+        if silence <= limit + UPPER_BOUND_SLACK:
+            continue
+        still = " and is still connected" if look.a.end is None else ""
+        yield _finding(
+            "V-STALL-SAT-THROUGH",
+            (look.seq,),
+            f"#{look.seq} stayed through {silence:.3f} s of silence after "
+            f"{step.stall.after} chunk(s){still}; {what} is {limit:g} s",
+        )
+
+
+def _not_closed(ins: _Inputs) -> Iterator[Finding]:
+    mark = ins.stopped_reading_at
+    if mark is None:
+        return
+    deadline = mark + UPPER_BOUND_SLACK
+    for look in ins.looks:
+        a = look.a
+        if a.arrived_at > mark or (a.ended_at is not None and a.ended_at <= deadline):
+            continue  # not in flight when the app stopped, or over in time
+        if a.end is None and ins.judged_at < deadline:
+            continue  # too early to tell
+        how = (
+            "is still open"
+            if a.end is None
+            else f"ended {a.end} {(a.ended_at or mark) - mark:.3f} s after"
+        )
+        yield _finding(
+            "V-CANCEL-NOT-CLOSED",
+            (a.seq,),
+            f"the app stopped reading; #{a.seq} {how} (the close was due within "
+            f"{UPPER_BOUND_SLACK:g} s), the server sent {look.chunks} chunk(s) in all",
+        )
+
+
+def _accepted(ins: _Inputs) -> Iterator[Finding]:
+    if ins.app_output is None or ins.error is not None:
+        return  # judged only when the app returned normally and said what it produced
+    for number, looks in ins.calls:
+        last = looks[-1]
+        if last.state != "failed" or not last.committed:
+            continue
+        truncated = last.a.end == "completed" and not _in_band_error(last.a, last.step)
+        rule = "V-TRUNCATED-ACCEPTED" if truncated else "V-MIDSTREAM-SWALLOWED"
+        what = "ended without its terminal event" if truncated else f"failed ({last.outcome})"
+        yield _finding(
+            rule,
+            (last.seq,),
+            f"#{last.seq} {what} after {last.chunks} chunk(s); the app returned normally "
+            f"with {len(ins.app_output)} chars of output and raised nothing",
+            call=number,
+        )

@@ -1,0 +1,172 @@
+"""The verdict's results: Finding, Call and Verdict, and a rule's finding (_finding)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from conformance._verdict._rules import RULES, FindingLevel
+
+__all__ = [
+    "Call",
+    "Finding",
+    "Verdict",
+    "_finding",
+]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One way the client mishandled a fault, with the attempts that show it."""
+
+    rule: str
+    level: FindingLevel
+    title: str
+    source: str
+    attempts: tuple[int, ...]  # ledger seq numbers
+    observed: str
+    advice: str
+    call: int | None = None  # the logical call's number, when the finding is about one
+
+    def render(self) -> str:
+        seqs = ", ".join(f"#{s}" for s in self.attempts) or "none"
+        where = f"call {self.call}, " if self.call is not None else ""
+        return (
+            f"{self.level} {self.rule}: {self.title} ({where}attempts {seqs})\n"
+            f"    observed: {self.observed}\n"
+            f"    source:   {self.source}\n"
+            f"    advice:   {self.advice}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "level": self.level,
+            "title": self.title,
+            "source": self.source,
+            "attempts": list(self.attempts),
+            "call": self.call,
+            "observed": self.observed,
+            "advice": self.advice,
+        }
+
+
+@dataclass(frozen=True)
+class Call:
+    """One logical call: the attempts that carried the same request, retries included."""
+
+    number: int
+    method: str
+    path: str
+    key: str  # what grouped them: the body fingerprint or the Idempotency-Key
+    attempts: tuple[int, ...]
+    outcomes: tuple[str, ...]  # per attempt, e.g. "429", "200, 5 chunks, done"
+
+    def render(self) -> str:
+        steps = " -> ".join(f"#{s} {o}" for s, o in zip(self.attempts, self.outcomes, strict=True))
+        return f"call {self.number}: {self.method} {self.path} ({self.key}): {steps}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "method": self.method,
+            "path": self.path,
+            "key": self.key,
+            "attempts": list(self.attempts),
+            "outcomes": list(self.outcomes),
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Everything judged about one test's client: findings, the calls, what was not judged."""
+
+    findings: tuple[Finding, ...]
+    calls: tuple[Call, ...]
+    not_judged: tuple[str, ...] = ()  # "RULE-ID: what the test would have to pass"
+    profile: str | None = None
+    app_output: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No MUST finding."""
+        return not any(f.level == "MUST" for f in self.findings)
+
+    @property
+    def clean(self) -> bool:
+        """No finding at all."""
+        return not self.findings
+
+    def rules(self) -> tuple[str, ...]:
+        """The rule ids found, in order."""
+        return tuple(f.rule for f in self.findings)
+
+    def assert_ok(self, strict: bool = False) -> None:
+        """Raise AssertionError with the rendered verdict on a MUST finding (any, if strict)."""
+        failed = not self.clean if strict else not self.ok
+        if failed:
+            raise AssertionError(self.render())
+
+    def render(self) -> str:
+        must = sum(f.level == "MUST" for f in self.findings)
+        head = (
+            f"streamcheck verdict: {len(self.findings)} finding(s) ({must} MUST, "
+            f"{len(self.findings) - must} SHOULD)"
+            if self.findings
+            else "streamcheck verdict: clean"
+        )
+        attempts = sum(len(c.attempts) for c in self.calls)
+        produced = (
+            "no app output given"
+            if self.app_output is None
+            else (f"app output {len(self.app_output)} chars")
+        )
+        lines = [
+            head,
+            f"judged {attempts} attempt(s) in {len(self.calls)} call(s); profile "
+            f"{self.profile or 'none (seed defaults)'}; {produced}; error "
+            f"{self.error if self.error is not None else 'none given'}",
+            *(c.render() for c in self.calls),
+            *(f.render() for f in self.findings),
+        ]
+        if self.not_judged:
+            lines.append("not judged: " + "; ".join(self.not_judged))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "findings": [f.to_json() for f in self.findings],
+            "calls": [c.to_json() for c in self.calls],
+            "not_judged": list(self.not_judged),
+            "profile": self.profile,
+            "app_output": _clip(self.app_output),
+            "error": self.error,
+        }
+
+
+def _clip(text: str | None, limit: int = 2000) -> str | None:
+    """Long outputs stay readable in a report: the head, and how much was left out."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more chars)"
+
+
+def _finding(rule_id: str, attempts: Sequence[int], observed: str, **kw: Any) -> Finding:
+    rule = RULES[rule_id]
+    level: FindingLevel = kw.pop("level", rule.level)
+    return Finding(
+        rule=rule.id,
+        level=level,
+        title=rule.title,
+        source=kw.pop("source", rule.source),
+        attempts=tuple(attempts),
+        observed=observed,
+        advice=rule.advice,
+        call=kw.pop("call", None),
+    )

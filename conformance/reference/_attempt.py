@@ -1,0 +1,66 @@
+"""The live bookkeeping of a stream: one attempt's record and the consumer's buffer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+
+from conformance.reference._policy import FailureKind
+from conformance.reference._sse import SSEEvent
+from conformance.reference._watch import StallWatch
+
+__all__ = ["_Attempt", "_Buffer", "_drop_replays"]
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """The live bookkeeping of one attempt (one HTTP request)."""
+
+    probe: bool
+    watch: StallWatch
+    guard: asyncio.Timeout | None = None
+    tick: asyncio.TimerHandle | None = None
+    request_sent: bool = False  # request bytes were written: the server may have seen it
+    delivered: bool = False  # a data event of this attempt reached the buffer
+    resolved: bool = False  # the breaker has heard this attempt's outcome
+    settled: bool = False  # the outcome is known; timers may no longer interrupt
+    finished: bool = False  # the terminal event arrived
+    paused: bool = False  # waiting for a slow consumer: not network silence
+    interrupt: FailureKind | None = None  # why the guard was fired early
+    replay_floor: int | None = None  # resumed: numeric ids <= this are replays
+    body: str = ""  # an error response's text
+
+
+@dataclass(eq=False)
+class _Buffer:
+    """Events on their way from the reader task to the consumer."""
+
+    events: deque[SSEEvent] = field(default_factory=deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # events or the end arrived
+    drained: asyncio.Event = field(default_factory=asyncio.Event)  # the consumer emptied it
+    ended: bool = False
+    error: BaseException | None = None
+
+    def push(self, events: list[SSEEvent]) -> None:
+        self.events.extend(events)
+        self.ready.set()
+
+    def end(self, error: BaseException | None = None) -> None:
+        if not self.ended:
+            self.ended, self.error = True, error
+        self.ready.set()
+
+
+def _drop_replays(events: list[SSEEvent], att: _Attempt) -> list[SSEEvent]:
+    """After a resume, drops what a replaying server sends again (numeric ids <= the
+    resume point); the first newer id ends the replay. Opaque ids are trusted."""
+    kept: list[SSEEvent] = []
+    for ev in events:
+        floor = att.replay_floor
+        if floor is not None and ev.id.isdigit():
+            if int(ev.id) <= floor:
+                continue
+            att.replay_floor = None
+        kept.append(ev)
+    return kept

@@ -1,0 +1,495 @@
+"""One logical stream: ``EventStream``, its reader task and the resilience loop.
+
+Each ``EventStream`` runs its attempts in a reader task of its own and hands events
+to the consumer through a small buffer. The reader keeps reading while the
+consumer is busy, so the stall watch measures the network, not the consumer, and
+a timeout can cancel the reader without ever cancelling the consumer's task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import httpx
+
+from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays
+from conformance.reference._breaker import Admit
+from conformance.reference._errors import (
+    CircuitOpen,
+    GaveUp,
+    NonRetryableStatus,
+    NotIdempotent,
+    Offline,
+    Stalled,
+    StreamError,
+    Truncated,
+)
+from conformance.reference._policy import Failure, FailureKind, GiveUp, Retry, RetryState, Surface
+from conformance.reference._request import (
+    _DRAIN_SECONDS,
+    _Call,
+    _drain,
+    _error_text,
+    _is_event_stream,
+    _prepare_request,
+    _Prepared,
+)
+from conformance.reference._sse import SSEEvent
+from conformance.reference._states import State, StateChange
+from conformance.reference._watch import StallWatch
+from fake_servers._clock import now
+
+if TYPE_CHECKING:
+    from conformance.reference._client import StreamingClient
+
+__all__ = ["EventStream", "StateCallback"]
+
+StateCallback = Callable[[StateChange], None]
+
+_HIGH_WATER = 4096  # buffered events at which the reader waits for the consumer
+
+
+class EventStream:
+    """One logical stream: an async iterator of data events, across any retries.
+
+    The terminal event ends the iteration (it is not yielded). Use ``async with``
+    or ``async for``: breaking out of an ``async for`` loop closes the connection
+    at once, as does ``aclose()``.
+    """
+
+    def __init__(
+        self, client: StreamingClient, call: _Call, on_state: StateCallback | None
+    ) -> None:
+        self._client = client
+        self._call = call
+        self._on_state = on_state
+        self._retry = RetryState(client.policy, client._rng)
+        self._buffer = _Buffer()
+        self._wake = asyncio.Event()  # offline/online, or a breaker probe resolved
+        self._task: asyncio.Task[None] | None = None
+        self._attempt: _Attempt | None = None
+        self._state = State.IDLE
+        self._before_stall = State.CONNECTING
+        self._closed = False
+        self._closing: asyncio.Future[None] | None = None
+        self._draining = False
+        self.attempts = 0  # every attempt this stream made (never reset)
+        self.last_event_id = ""  # the id of the last event delivered, "" while none had one
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def idempotent(self) -> bool:
+        return self._call.idempotent
+
+    # -- the consumer's side -------------------------------------------------
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> AsyncIterator[SSEEvent]:
+        # A generator of our own: when a consumer breaks out of ``async for``, the
+        # loop drops it and asyncio's finaliser runs its ``finally`` right away.
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[SSEEvent]:
+        events = self._buffer.events
+        try:
+            while True:
+                while events:
+                    yield events.popleft()
+                if not await self._refill():
+                    return
+        finally:
+            await self.aclose()
+
+    async def __anext__(self) -> SSEEvent:
+        events = self._buffer.events
+        if events or await self._refill():
+            return events.popleft()
+        raise StopAsyncIteration
+
+    async def _refill(self) -> bool:
+        """Waits for more events; False at the end. Raises the stream's error once."""
+        buffer = self._buffer
+        if self._task is None and not self._closed:
+            self._start()
+        while not buffer.events:
+            if buffer.ended:
+                error, buffer.error = buffer.error, None
+                if error is not None:
+                    raise error
+                return False
+            buffer.drained.set()
+            buffer.ready.clear()
+            await buffer.ready.wait()
+        return True
+
+    async def aclose(self) -> None:
+        """Stops the stream and closes its connection (the server sees the close).
+
+        Idempotent: ``async with`` and the iterator's finaliser both call it when a
+        consumer breaks out, and a second ``cancel()`` would interrupt httpx while it
+        closes the response, leaving the connection open. Every caller awaits one
+        shielded close instead.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
+        self._closed = True
+        self._buffer.events.clear()
+        self._buffer.end()
+        task = self._task
+        if task is None or task.done():
+            return
+        if self._draining:  # the answer is complete: let the body end cleanly
+            await asyncio.wait({task}, timeout=_DRAIN_SECONDS)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
+    def _start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._client._streams.add(self)
+
+    # -- the reader task: the resilience loop ----------------------------------
+    async def _run(self) -> None:
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a StreamError, or a bug: the consumer must not hang
+            self._set_state(State.FAILED, repr(exc))
+            self._buffer.end(exc)
+        finally:
+            self._buffer.end()
+            self._client._streams.discard(self)
+
+    async def _loop(self) -> None:
+        prepared = await self._prepare()
+        retry = self._retry
+        while True:
+            await self._while_offline()
+            probe = await self._admission()
+            retry.on_attempt()
+            self.attempts += 1
+            failure, att = await self._attempt_once(prepared, probe)
+            if failure is None:
+                return
+            decision = retry.decide(
+                failure,
+                now_epoch=time.time(),
+                resumable=self._resumable(),
+                idempotent=self._call.idempotent,
+                request_sent=att.request_sent,
+            )
+            if not isinstance(decision, Retry):
+                raise self._error(decision, failure, att.body)
+            if failure.kind != "offline":  # offline: wait for online(), then go at once
+                self._set_state(State.RETRYING, decision.reason, delay=decision.delay)
+                await self._pause(decision.delay)
+
+    async def _prepare(self) -> _Prepared:
+        return await _prepare_request(self._client._http, self._call)
+
+    def _resumable(self) -> bool:
+        return bool(self.last_event_id) and self._client.policy.resume and self._call.idempotent
+
+    async def _while_offline(self) -> None:
+        while self._client._offline:
+            self._set_state(State.OFFLINE, "waiting for online()")
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _admission(self) -> bool:
+        """Asks the shared breaker; True when this attempt is the half-open probe.
+
+        A new call meeting an open breaker fails fast; a call already retrying waits
+        for it (and is woken early when a probe resolves).
+        """
+        breaker = self._client.breaker
+        while True:
+            verdict = breaker.admit(now())
+            if isinstance(verdict, Admit):
+                return verdict.probe
+            if self.attempts == 0:
+                raise CircuitOpen(verdict.until)
+            delay = max(0.0, verdict.until - now())
+            self._set_state(State.BREAKER_OPEN, "circuit open", delay=delay)
+            await self._pause(delay)
+            await self._while_offline()
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleeps; offline()/online() (and a probe's outcome) cut it short."""
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
+
+    # -- one attempt -----------------------------------------------------------
+    async def _attempt_once(
+        self, prepared: _Prepared, probe: bool
+    ) -> tuple[Failure | None, _Attempt]:
+        """One request; returns its failure (None: the answer completed) and its record."""
+        policy = self._client.policy
+        att = _Attempt(probe, StallWatch(policy.stall_timeout, policy.stall_check_interval, now()))
+        if self._resumable() and self.last_event_id.isdigit():
+            att.replay_floor = int(self.last_event_id)
+        self._attempt = att
+        self._set_state(State.CONNECTING, f"attempt {self.attempts}")
+        try:
+            failure = await self._guarded(prepared, att)
+        except asyncio.CancelledError:
+            self._abandon(att)  # the consumer closed the stream
+            raise
+        finally:
+            if att.tick is not None:
+                att.tick.cancel()
+            att.settled = True
+            self._attempt = None
+        self._account(att, failure)
+        return failure, att
+
+    async def _guarded(self, prepared: _Prepared, att: _Attempt) -> Failure | None:
+        """The exchange under the attempt's guard: a timeout that fires at the first-chunk
+        deadline, or early when the stall check or offline() abandons the connection."""
+        loop = asyncio.get_running_loop()
+        policy = self._client.policy
+        first_chunk = policy.first_chunk_timeout
+        deadline = None if first_chunk is None else loop.time() + first_chunk
+        try:
+            async with asyncio.timeout_at(deadline) as guard:
+                att.guard = guard
+                att.tick = loop.call_later(policy.stall_check_interval, self._tick, att)
+                return await self._exchange(prepared, att)
+        except TimeoutError:
+            return None if att.finished else self._failure(att.interrupt or "timeout_first_chunk")
+        except httpx.UnsupportedProtocol:
+            raise  # a wrong URL, not a network failure: retrying cannot help
+        except httpx.TransportError as exc:
+            return None if att.finished else self._transport_failure(exc, att)
+
+    async def _exchange(self, prepared: _Prepared, att: _Attempt) -> Failure | None:
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            if name.endswith("send_request_headers.started"):
+                att.request_sent = True
+
+        headers = prepared.headers.copy()
+        if self.last_event_id:
+            headers["last-event-id"] = self.last_event_id
+        policy = self._client.policy
+        timeout = httpx.Timeout(None, connect=policy.connect_timeout, pool=policy.connect_timeout)
+        request = httpx.Request(
+            prepared.method,
+            prepared.url,
+            headers=headers,
+            content=prepared.body,
+            extensions={"timeout": timeout.as_dict(), "trace": trace},
+        )
+        response = await self._client._http.send(request, stream=True)
+        try:
+            if policy.idle_rule == "bytes":
+                self._touch(att)
+            if response.status_code != 200 or not _is_event_stream(response):
+                att.body = await _error_text(response)
+                headers_seen = {k.lower(): v for k, v in response.headers.items()}
+                return self._failure("status", response.status_code, headers_seen)
+            return await self._read(response, att)
+        finally:
+            self._settle(att)
+            await response.aclose()
+
+    async def _read(self, response: httpx.Response, att: _Attempt) -> Failure | None:
+        decoder = self._client.decoder_class()
+        touch_bytes = self._client.policy.idle_rule == "bytes"
+        buffer = self._buffer
+        # httpx declares an AsyncIterator but returns a generator: close it with the read.
+        body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+        async with contextlib.aclosing(body) as chunks:
+            async for chunk in chunks:
+                if touch_bytes:
+                    self._touch(att)
+                events = decoder.feed(chunk)
+                if events and self._deliver(events, att):
+                    await _drain(chunks)
+                    return None
+                if len(buffer.events) > _HIGH_WATER:
+                    await self._wait_for_consumer(att)
+        return self._failure("truncated")
+
+    def _deliver(self, events: list[SSEEvent], att: _Attempt) -> bool:
+        """Hands data events to the consumer; True once the terminal event arrived."""
+        terminal = self._client._terminal
+        cut = None
+        for i, ev in enumerate(events):
+            if terminal(ev):
+                cut = i
+                break
+        out = events if cut is None else events[:cut]  # nothing after the terminal counts
+        if att.replay_floor is not None:
+            out = _drop_replays(out, att)
+        if self._client.policy.idle_rule == "data":
+            self._touch(att)
+        if out:
+            self._commit(att, out)
+        if cut is not None:
+            self._complete(att)
+        return cut is not None
+
+    def _commit(self, att: _Attempt, events: list[SSEEvent]) -> None:
+        if not att.delivered:
+            att.delivered = True
+            if att.guard is not None and not att.guard.expired():
+                att.guard.reschedule(None)  # the first-chunk deadline no longer applies
+            self._retry.on_chunk()
+            self._resolve(att, success=True)
+            self._set_state(State.COMMITTED)
+        last_id = events[-1].id
+        if last_id:
+            self.last_event_id = last_id
+        self._buffer.push(events)
+
+    def _complete(self, att: _Attempt) -> None:
+        att.finished = True
+        self._settle(att)
+        self._retry.on_success()
+        self._resolve(att, success=True)
+        self._set_state(State.DONE)
+        self._draining = True
+        self._buffer.end()
+
+    async def _wait_for_consumer(self, att: _Attempt) -> None:
+        buffer = self._buffer
+        att.paused = True
+        buffer.drained.clear()
+        await buffer.drained.wait()
+        att.paused = False
+        self._touch(att)  # time spent on a slow consumer is not network silence
+
+    # -- timers and interruptions ----------------------------------------------
+    def _touch(self, att: _Attempt) -> None:
+        att.watch.touch(now())
+        if self._state is State.STALLED:
+            self._set_state(self._before_stall, "flowing again")
+
+    def _tick(self, att: _Attempt) -> None:
+        """The seed's health check, every ``stall_check_interval`` seconds."""
+        if att.settled or att.interrupt is not None:
+            return
+        health = "ok" if att.paused else att.watch.check(now())
+        # Surfaced before it is acted on, even when a late tick finds it dead at once.
+        if health != "ok" and self._state is not State.STALLED:
+            self._before_stall = self._state
+            idle = att.watch.idle(now())
+            self._set_state(State.STALLED, f"no {self._client.policy.idle_rule} for {idle:.2f}s")
+        if health == "dead":
+            self._interrupt(att, "stall")
+            return
+        att.tick = asyncio.get_running_loop().call_later(att.watch.interval, self._tick, att)
+
+    def _interrupt(self, att: _Attempt, kind: FailureKind) -> None:
+        """Abandons the attempt's connection now; the attempt fails with ``kind``."""
+        guard = att.guard
+        if att.settled or att.interrupt is not None or guard is None or guard.expired():
+            return
+        att.interrupt = kind
+        guard.reschedule(asyncio.get_running_loop().time())
+
+    def _settle(self, att: _Attempt) -> None:
+        """The outcome is known: no timer may turn it into a timeout any more."""
+        att.settled = True
+        if att.guard is not None and not att.guard.expired():
+            att.guard.reschedule(None)
+
+    # -- outcomes --------------------------------------------------------------
+    def _failure(
+        self, kind: FailureKind, status: int | None = None, headers: Mapping[str, str] | None = None
+    ) -> Failure:
+        return Failure(kind, status, headers or {}, committed=self._retry.committed)
+
+    def _transport_failure(self, exc: httpx.TransportError, att: _Attempt) -> Failure:
+        if att.interrupt is not None:
+            return self._failure(att.interrupt)
+        connect = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+        return self._failure("connect" if connect and not att.request_sent else "reset")
+
+    def _resolve(self, att: _Attempt, *, success: bool) -> None:
+        """Tells the breaker this attempt's outcome, once."""
+        if att.resolved:
+            return
+        att.resolved = True
+        breaker = self._client.breaker
+        if success:
+            breaker.record_success(now())
+        else:
+            breaker.record_failure(now())
+        if att.probe:
+            self._client._probe_resolved()
+
+    def _account(self, att: _Attempt, failure: Failure | None) -> None:
+        """Breaker bookkeeping at the end of an attempt.
+
+        A failure before the attempt's first data event counts; a later one does
+        not (the first event already counted as a success). An attempt cut by
+        offline() has no outcome.
+        """
+        if failure is not None and failure.kind == "offline":
+            self._abandon(att)
+        else:
+            self._resolve(att, success=failure is None)
+
+    def _abandon(self, att: _Attempt) -> None:
+        """No outcome: if this attempt was the probe, the next caller may probe."""
+        if att.resolved or not att.probe:
+            return
+        att.resolved = True
+        self._client.breaker.probe_abandoned(now())
+        self._client._probe_resolved()
+
+    def _error(self, decision: GiveUp | Surface, failure: Failure, body: str) -> StreamError:
+        if decision.reason == "not_idempotent":
+            return NotIdempotent(failure)
+        if isinstance(decision, GiveUp) and decision.reason != "non_retryable":
+            return GaveUp(self.attempts, failure)  # "exhausted"
+        # Surfaced after the commit, or a failure the matrix never retries.
+        kind = failure.kind
+        if kind == "status" and failure.status is not None:
+            return NonRetryableStatus(failure.status, body)
+        committed = self._retry.committed
+        if kind == "stall":
+            return Stalled(committed=committed)
+        if kind == "offline":
+            return Offline()
+        if committed:
+            return Truncated(clean=kind == "truncated")
+        return GaveUp(self.attempts, failure)
+
+    # -- called by the client --------------------------------------------------
+    def _went_offline(self) -> None:
+        att = self._attempt
+        if att is not None:
+            self._interrupt(att, "offline")
+        self._wake.set()
+
+    def _came_online(self) -> None:
+        self._retry.reset()
+        self._wake.set()
+
+    def _set_state(self, state: State, detail: str = "", delay: float | None = None) -> None:
+        if state is self._state and state in (State.STALLED, State.COMMITTED, State.OFFLINE):
+            return
+        self._state = state
+        change = StateChange(state, now(), detail, delay)
+        self._client._state_changed(change)
+        if self._on_state is not None:
+            self._on_state(change)

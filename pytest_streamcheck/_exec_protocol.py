@@ -1,0 +1,187 @@
+"""Exec protocol v1, the pure part: command lines out, checked event lines in."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any, Final, Literal, cast, get_args
+
+from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
+from conformance._evidence import ERROR_KINDS, ErrorKind
+from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "REPLIES",
+    "STREAM_EVENTS",
+    "ProtocolError",
+    "Reply",
+    "StreamEventType",
+    "deliver",
+    "encode",
+    "parse_event",
+    "parse_hello",
+    "stream_command",
+]
+
+PROTOCOL_VERSION: Final = 1
+
+Reply = Literal["hello", "configured", "reset"]
+StreamEventType = Literal["chunk", "state", "error", "done", "log"]
+REPLIES: tuple[Reply, ...] = get_args(Reply)
+STREAM_EVENTS: tuple[StreamEventType, ...] = get_args(StreamEventType)
+
+
+class ProtocolError(ValueError):
+    """A stdout line or reply that breaks protocol v1; the message says how."""
+
+
+def encode(command: Mapping[str, Any]) -> bytes:
+    """One command as a JSON line (ASCII-safe, no NaN: any JSON parser reads it)."""
+    return json.dumps(command, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def stream_command(request: AdapterRequest) -> dict[str, Any]:
+    """The ``stream`` command for ``request``, with its body mapped per the protocol."""
+    req = request.request
+    return {
+        "cmd": "stream",
+        "stream": req.stream,
+        "url": request.url,
+        "method": req.method,
+        "headers": dict(req.headers),
+        "body": _body(req.body),
+        "idempotent": req.idempotent,
+        "cancel_after": req.cancel_after,
+        "client": req.client,
+    }
+
+
+def _body(body: JsonBody | MultipartBody | None) -> dict[str, Any] | None:
+    if body is None:
+        return None
+    if isinstance(body, JsonBody):
+        return {"json": body.value}
+    files = [
+        {
+            "name": name,
+            "filename": filename,
+            "content_type": content_type,
+            "base64": base64.b64encode(data).decode("ascii"),
+        }
+        for name, filename, content_type, data in body.files
+    ]
+    return {"multipart": {"fields": dict(body.fields), "files": files}}
+
+
+def parse_event(line: bytes) -> dict[str, Any] | None:
+    """One stdout line as an event object; None for a blank line.
+
+    Raises:
+        ProtocolError: the line is not UTF-8, not a JSON object, has an unknown
+            ``type``, or a stream event without its string ``stream`` id.
+    """
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"is not UTF-8 ({exc.reason})") from None
+    if not text.strip():
+        return None
+    try:
+        event = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"is not JSON ({exc})") from None
+    if not isinstance(event, dict):
+        raise ProtocolError(f"is JSON but not an object (a {type(event).__name__})")
+    kind = event.get("type")
+    if kind not in REPLIES and kind not in STREAM_EVENTS:
+        valid = ", ".join(REPLIES + STREAM_EVENTS)
+        raise ProtocolError(f"has an unknown type {kind!r}; protocol v1 events are {valid}")
+    if kind in STREAM_EVENTS and kind != "log" and not isinstance(event.get("stream"), str):
+        raise ProtocolError(f'is a {kind} event without a string "stream" id')
+    return event
+
+
+def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInfo, list[str]]:
+    """The client's identity from its ``hello`` reply, and the capabilities it named
+    that protocol v1 does not know (ignored, so a newer client still runs).
+
+    Raises:
+        ProtocolError: a wrong protocol version or a malformed field.
+    """
+    if reply.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"its hello reply says protocol {reply.get('protocol')!r}; "
+            f"the kit speaks protocol {PROTOCOL_VERSION}"
+        )
+    name = _text(reply, "name", "hello") or default_name
+    version = _text(reply, "version", "hello") or "unknown"
+    profile = _text(reply, "profile", "hello")
+    named = reply.get("capabilities", [])
+    if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
+        raise ProtocolError(f"hello.capabilities must be a list of strings, got {named!r}")
+    known = frozenset(cast(Capability, c) for c in named if c in CAPABILITIES)
+    unknown = [c for c in named if c not in CAPABILITIES]
+    return AdapterInfo(name, version, known, profile), unknown
+
+
+def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
+    """Hand one stream event to its sink; True if it ends the stream.
+
+    Raises:
+        ProtocolError: a field has the wrong type.
+        StreamCancelled: the runner cancelled the stream (from ``sink.chunk``).
+    """
+    kind = event["type"]
+    if kind == "chunk":
+        data = _text(event, "data", "chunk")
+        if data is None:
+            raise ProtocolError('a chunk event needs a string "data"')
+        sink.chunk(data, id=_text(event, "id", "chunk"), event=_text(event, "event", "chunk"))
+    elif kind == "state":
+        state = _text(event, "state", "state")
+        if state is None:
+            raise ProtocolError('a state event needs a string "state"')
+        delay = _number(event, "delay", "state")
+        sink.state(state, delay=delay, detail=_text(event, "detail", "state") or "")
+    elif kind == "error":
+        error, detail = _error_kind(event)
+        sink.error(error, detail, status=_status(event))
+    elif kind == "done":
+        sink.done()
+    elif kind == "log":
+        sink.log(_text(event, "message", "log") or "")
+    return kind in ("done", "error")
+
+
+def _error_kind(event: Mapping[str, Any]) -> tuple[ErrorKind, str]:
+    kind = _text(event, "kind", "error")
+    detail = _text(event, "detail", "error") or ""
+    if kind in ERROR_KINDS:
+        return kind, detail
+    # A kind outside the vocabulary is the client's mistake, not the kit's: keep it visible.
+    return "other", f"[kind {kind!r} is not in protocol v1] {detail}".rstrip()
+
+
+def _text(event: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = event.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ProtocolError(f"{where}.{key} must be a string, got {value!r}")
+    return value
+
+
+def _number(event: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = event.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProtocolError(f"{where}.{key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _status(event: Mapping[str, Any]) -> int | None:
+    value = event.get("status")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ProtocolError(f"error.status must be an integer, got {value!r}")
+    return value
