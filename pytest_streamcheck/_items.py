@@ -3,16 +3,26 @@ adapter failure shows as a pytest ERROR, while the verdict decides the call phas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import TerminalRepr  # the type pytest's repr_failure returns
 
 from conformance._case import Case, Verdict
-from pytest_streamcheck._render import render_failure
-from pytest_streamcheck._runner import CaseResult, HarnessError, SuiteRunner
+from pytest_streamcheck._render import cap, render_failure
+from pytest_streamcheck._runner import CaseResult, HarnessError
+from pytest_streamcheck._select import SUITE, case_marks
 from pytest_streamcheck._session import StreamcheckSession
 
-__all__ = ["CaseFailed", "CaseItem", "make_items"]
+__all__ = ["CaseFailed", "CaseItem", "CaseRepr", "keep_line", "make_items", "restore_repr"]
+
+ERROR_HEAD = "ERROR (the harness or the adapter broke; not counted against the client)"
+# An adapter's message by default: its first lines and its last (an exec client's
+# stderr tail ends with what matters, the exception).
+ERROR_HEAD_ROWS, ERROR_TAIL_ROWS = 5, 20
+LINE_ATTR = "streamcheck_line"  # a CaseRepr's one line, on the report: it crosses xdist
 
 
 class CaseFailed(AssertionError):
@@ -27,12 +37,15 @@ class CaseItem(pytest.Item):
         self.case = case
         self._state = session_state
         self.result: CaseResult | None = None
-        self.keywords[case.area] = True
-        self.keywords[case.level.value] = True
+        for mark in case_marks(case):  # -m and -k read markers (not item.keywords)
+            self.add_marker(mark)
 
     def setup(self) -> None:
-        runner: SuiteRunner = self._state.runner()
-        self.result = runner.run(self.case)
+        try:
+            self.result = self._state.runner().run(self.case)
+        except HarnessError as exc:  # the client did not start: this case is an ERROR
+            timing = self._state.settings.timing or "real"
+            self.result = CaseResult(self.case, Verdict.ERROR, None, timing, reason=str(exc))
         self._state.record(self.result)
         # Properties for --junitxml; added before an ERROR is raised so it carries them too.
         self.user_properties += [
@@ -48,22 +61,72 @@ class CaseItem(pytest.Item):
         assert result is not None
         if result.verdict is Verdict.UNSUPPORTED:
             pytest.skip(f"UNSUPPORTED: {result.reason}")
-        strict = self._state.settings.strict
+        # A listed SHOULD miss is an expected failure too (xfailed), not a stale entry.
+        listed = self._state.known.reason_for(self.case.id) is not None
+        strict = self._state.settings.strict or listed
         if result.verdict is Verdict.FAIL or (result.verdict is Verdict.NON_STRICT and strict):
             raise CaseFailed(result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailed):
-            return render_failure(excinfo.value.result)
-        if isinstance(excinfo.value, HarnessError):
-            return (
-                f"ERROR (the harness or the adapter broke; not counted against the client)\n"
-                f"{excinfo.value}"
-            )
-        return str(super().repr_failure(excinfo))
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        full = self.config.get_verbosity() >= 2
+        error = excinfo.value
+        if isinstance(error, CaseFailed):
+            outcome = error.result.outcome
+            line = f"{outcome.observed} (expected {outcome.expected})" if outcome else ""
+            return CaseRepr(render_failure(error.result, full=full), _Crash(line))
+        if isinstance(error, HarnessError):
+            text = cap(str(error).splitlines(), ERROR_HEAD_ROWS, ERROR_TAIL_ROWS, full, "lines")
+            line = text[0].removeprefix(f"{self.case.id}: ")
+            return CaseRepr("\n".join([ERROR_HEAD, *text]), _Crash(line))
+        # A bug in the kit: its traceback, without pytest's and pluggy's frames.
+        return excinfo.getrepr(
+            style="long" if full else "short",
+            tbfilter=lambda info: info.traceback.filter(lambda e: not _internal(e.path)),
+        )
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        return "streamcheck", None, f"{self.case.id} [{self.case.level.value}] {self.case.title}"
+        return SUITE, None, f"{self.case.id} [{self.case.level.value}] {self.case.title}"
+
+
+@dataclass(frozen=True)
+class _Crash:
+    message: str
+
+    def __str__(self) -> str:  # --tb=line
+        return self.message
+
+
+@dataclass(eq=False)
+class CaseRepr(TerminalRepr):
+    """A case's failure text, and the one line (``reprcrash.message``) that pytest's
+    short summary, --tb=line and JUnit's message show; a plain string would be printed
+    whole in the short summary on CI and with -vv."""
+
+    text: str
+    reprcrash: _Crash
+
+    def toterminal(self, tw: Any) -> None:
+        for row in self.text.splitlines():
+            tw.line(row)
+
+
+def keep_line(report: pytest.TestReport) -> None:
+    """On the report of a failed case: its one line, which xdist would otherwise lose."""
+    if isinstance(report.longrepr, CaseRepr):
+        setattr(report, LINE_ATTR, report.longrepr.reprcrash.message)
+
+
+def restore_repr(report: pytest.TestReport) -> None:
+    """On the xdist controller: the text arrives as a string; make it a CaseRepr again."""
+    line = getattr(report, LINE_ATTR, None)
+    if isinstance(line, str) and isinstance(report.longrepr, str):
+        report.longrepr = CaseRepr(report.longrepr, _Crash(line))
+
+
+def _internal(path: Path | str) -> bool:
+    return bool({"_pytest", "pluggy"} & set(Path(path).parts))
 
 
 class _Suite(pytest.Collector):
@@ -72,14 +135,19 @@ class _Suite(pytest.Collector):
 
 
 def make_items(session: pytest.Session, state: StreamcheckSession) -> list[pytest.Item]:
-    from conformance._case import all_cases
-
-    suite = _Suite.from_parent(session, name="streamcheck", nodeid="streamcheck")
+    """The suite's items: every case, or those named as ``streamcheck::ID``; a known
+    failure is xfailed (strict under --streamcheck-strict, else as ``xfail_strict`` says)."""
+    suite = _Suite.from_parent(session, name=SUITE, nodeid=SUITE)
     items: list[pytest.Item] = []
-    for case in all_cases():
+    for case in state.cases:
+        if state.selected is not None and case.id not in state.selected:
+            continue
         item = CaseItem.from_parent(suite, name=case.id, case=case, session_state=state)
         reason = state.known.reason_for(case.id)
         if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=f"known failure: {reason}", strict=False))
+            strict = {"strict": True} if state.settings.strict else {}
+            # raises: only the verdict is expected to fail; an ERROR stays an error.
+            mark = pytest.mark.xfail(reason=f"known failure: {reason}", raises=CaseFailed, **strict)
+            item.add_marker(mark)
         items.append(item)
     return items

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_streamcheck._runner import CaseResult
 
-__all__ = ["render_failure", "render_summary"]
+__all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
 
 VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR")
+# With a known-failures file: listed failures that failed again (xfailed, not failures
+# of the run), and listed ones that pass now (stale: they fail a strict run).
+KNOWN = "KNOWN"
+STALE = "STALE"
 
 
-def render_failure(result: CaseResult) -> str:
+# A failure's default text stays short; -vv and the JSON report have everything.
+DETAIL_ROWS = 4
+DETAIL_WIDTH = 300
+TIMELINE_HEAD = 8
+TIMELINE_TAIL = 8
+MORE = "use -vv or the JSON report"
+
+
+def render_failure(result: CaseResult, *, full: bool = False) -> str:
+    """Requirement, source, expected, observed, and the timeline: only its first and last
+    rows unless ``full`` (a jitter case's timeline has 700 rows)."""
     case = result.case
     lines = [
         f"{case.id} [{case.level.value}] {case.title}  ->  {result.verdict.value}",
@@ -26,24 +40,52 @@ def render_failure(result: CaseResult) -> str:
             f"expected:    {result.outcome.expected}",
             f"observed:    {result.outcome.observed}",
         ]
-        lines += [f"             {d}" for d in result.outcome.details]
+        details = [d if full else _clip(d) for d in result.outcome.details]
+        lines += [f"             {d}" for d in cap(details, DETAIL_ROWS, 0, full, "details")]
     if result.evidence is not None:
         lines.append("timeline (ms since the case started):")
-        lines += [f"  {row}" for row in result.evidence.timeline()]
+        rows = cap(result.evidence.timeline(), TIMELINE_HEAD, TIMELINE_TAIL, full, "rows")
+        lines += [f"  {row}" for row in rows]
     return "\n".join(lines)
 
 
-def render_summary(results: Iterable[Mapping[str, Any]], header: str) -> list[str]:
-    """Rows for the terminal: per area, the count of each verdict."""
+def cap(rows: Sequence[str], head: int, tail: int, full: bool, what: str) -> list[str]:
+    """``rows``, or its first ``head`` and last ``tail`` with a line saying how many
+    were left out."""
+    if full or len(rows) <= head + tail + 1:
+        return list(rows)
+    left_out = len(rows) - head - tail
+    return [*rows[:head], f"... {left_out} more {what} ({MORE})", *rows[len(rows) - tail :]]
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= DETAIL_WIDTH else f"{line[:DETAIL_WIDTH]} ... ({MORE})"
+
+
+def render_summary(
+    results: Iterable[Mapping[str, Any]], header: str, *, known: bool = False
+) -> list[str]:
+    """Rows for the terminal: per area, the count of each verdict; with ``known`` (a
+    known-failures file is in use) the listed cases are counted apart: KNOWN (out of
+    FAIL and NON-STRICT, as the exit code does) and STALE (out of PASS)."""
+    columns = (*VERDICTS, KNOWN, STALE) if known else VERDICTS
     by_area: dict[str, Counter[str]] = {}
     total: Counter[str] = Counter()
     for r in results:
-        by_area.setdefault(r["area"], Counter())[r["verdict"]] += 1
-        total[r["verdict"]] += 1
+        column = column_of(r)
+        by_area.setdefault(r["area"], Counter())[column] += 1
+        total[column] += 1
     width = max([len(a) for a in by_area] + [5])
-    head = f"{'area':<{width}}  " + "  ".join(f"{v:>11}" for v in VERDICTS)
+    head = f"{'area':<{width}}  " + "  ".join(f"{v:>11}" for v in columns)
     rows = [header, head]
     for area, counts in by_area.items():
-        rows.append(f"{area:<{width}}  " + "  ".join(f"{counts[v]:>11}" for v in VERDICTS))
-    rows.append(f"{'total':<{width}}  " + "  ".join(f"{total[v]:>11}" for v in VERDICTS))
+        rows.append(f"{area:<{width}}  " + "  ".join(f"{counts[v]:>11}" for v in columns))
+    rows.append(f"{'total':<{width}}  " + "  ".join(f"{total[v]:>11}" for v in columns))
     return rows
+
+
+def column_of(row: Mapping[str, Any]) -> str:
+    """The summary column of a case's row: its verdict, KNOWN or STALE."""
+    if row.get("known_failure") and row["verdict"] in ("FAIL", "NON-STRICT"):
+        return KNOWN
+    return STALE if row.get("stale") else str(row["verdict"])

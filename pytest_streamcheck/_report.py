@@ -17,7 +17,7 @@ from conformance._case import Verdict, catalog_key
 from pytest_streamcheck import __version__
 from pytest_streamcheck._html import render_html
 from pytest_streamcheck._llm import VERDICTS_KEY
-from pytest_streamcheck._render import VERDICTS, render_summary
+from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
 from pytest_streamcheck._runner import CaseResult
 from pytest_streamcheck._session import StreamcheckSession
 
@@ -35,6 +35,8 @@ def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
         row.pop("evidence", None)
     known = state.known.reason_for(result.case.id)
     row["known_failure"] = known
+    # Stale: listed as a known failure, yet the case passes (pytest's XPASS).
+    row["stale"] = known is not None and result.verdict is Verdict.PASS
     runner = state._runner
     if runner is not None:
         info = runner.info
@@ -93,17 +95,41 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
         f"client {client.get('name', s.target)} {client.get('version', '')}; "
         f"profiles {', '.join(p.key for p in s.profiles)}; seed {s.seed}"
     )
-    lines = render_summary(rows, header)
-    lax = [r for r in rows if r["verdict"] == "NON-STRICT"]
+    lines = render_summary(rows, header, known=bool(state.known.entries))
+    lax = [r for r in rows if r["verdict"] == "NON-STRICT" and not r.get("known_failure")]
     if lax and not s.strict:
         lines.append("NON-STRICT (a SHOULD missed; fails only with --streamcheck-strict):")
         lines += [f"  {r['id']} {r['title']}: {r.get('observed', '')}" for r in lax]
     errors = [r for r in rows if r["verdict"] == "ERROR"]
     if errors:
         lines.append("ERROR (the harness or adapter broke; not counted against the client):")
-        lines += [f"  {r['id']}: {r['reason'][:200]}" for r in errors]
+        lines += _grouped(errors)
+    lines += _stale_lines(rows, state)
     lines.append(f"reproduce with --streamcheck-seed={s.seed}")
     return lines
+
+
+def _grouped(errors: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per distinct reason: a client that never started is one line, not 138."""
+    by_reason: dict[str, list[str]] = {}
+    for r in errors:
+        by_reason.setdefault((r["reason"].splitlines() or [""])[0][:200], []).append(r["id"])
+    lines = []
+    for reason, ids in by_reason.items():
+        more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+        lines.append(f"  {', '.join(ids[:3])}{more}: {reason}")
+    return lines
+
+
+def _stale_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> list[str]:
+    stale = [r for r in rows if r.get("stale")]
+    if not stale:
+        return []
+    head = (
+        f"STALE known failures (listed in {state.settings.known_failures} but passing now: "
+        f"remove them; they fail the run under --streamcheck-strict or xfail_strict):"
+    )
+    return [head, *(f"  {r['id']} {r['title']}: {r['known_failure']}" for r in stale)]
 
 
 def build_report(
@@ -134,5 +160,10 @@ def build_report(
         "duration": round(duration, 3),
         "summary": {v: counts[v] for v in VERDICTS},
         "conformant": conformant,
+        "known_failures": {
+            "file": str(s.known_failures) if s.known_failures else None,
+            "xfailed": [r["id"] for r in rows if column_of(r) == KNOWN],
+            "stale": [r["id"] for r in rows if r.get("stale")],
+        },
         "cases": [{k: v for k, v in r.items() if k != "client"} for r in rows],
     }

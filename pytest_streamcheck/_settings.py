@@ -13,7 +13,15 @@ import pytest
 if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
     from conformance._profiles import Profile, Timing
 
-__all__ = ["FLAGS", "OPTIONS", "Settings", "report_path", "resolve_settings", "verdicts_enabled"]
+__all__ = [
+    "FLAGS",
+    "METAVARS",
+    "OPTIONS",
+    "Settings",
+    "report_path",
+    "resolve_settings",
+    "verdicts_enabled",
+]
 
 DEFAULT_PROFILES = "seed-eventsource,seed-fetch"
 SEED_ENV = "STREAMCHECK_SEED"  # carries the controller's seed to xdist workers
@@ -59,6 +67,17 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 FLAGS = ("--streamcheck-strict", "--streamcheck-verdicts")  # on/off options (ini: bool)
+# What --help shows as each valued option's argument.
+METAVARS = {
+    "--streamcheck": "TARGET",
+    "--streamcheck-profile": "PROFILE[,PROFILE]",
+    "--streamcheck-timing": "MODE",
+    "--streamcheck-report": "PATH",
+    "--streamcheck-html": "PATH",
+    "--streamcheck-known-failures": "PATH",
+    "--streamcheck-seed": "N",
+    "--streamcheck-timeout": "SECONDS",
+}
 
 TIMINGS = ("auto", "test", "real")
 

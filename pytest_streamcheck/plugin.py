@@ -21,7 +21,7 @@ REPORT_ATTR = "streamcheck"  # on reports: plain data, so it crosses xdist
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_streamcheck._settings import FLAGS, OPTIONS
+    from pytest_streamcheck._settings import FLAGS, METAVARS, OPTIONS
 
     group = parser.getgroup(
         "streamcheck", "streamcheck: conformance of resilient streaming clients"
@@ -31,9 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(option, action="store_true", default=False, dest=ini, help=text)
             parser.addini(ini, text, type="bool", default=False)
         else:
-            group.addoption(
-                option, dest=ini, default=None, metavar=ini.split("_")[-1].upper(), help=text
-            )
+            group.addoption(option, dest=ini, default=None, metavar=METAVARS[option], help=text)
             parser.addini(ini, text, default="")
 
 
@@ -53,12 +51,19 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_streamcheck._targets import TargetError
 
     try:
-        config.stash[STATE_KEY] = StreamcheckSession(settings)
+        state = config.stash[STATE_KEY] = StreamcheckSession(settings)
     except TargetError as exc:
         raise pytest.UsageError(f"--streamcheck: {exc}") from None
+    from pytest_streamcheck._junit import JunitFields
     from pytest_streamcheck._report import Reporter
+    from pytest_streamcheck._select import marker_lines, take_case_args
 
-    config.pluginmanager.register(Reporter(config.stash[STATE_KEY]), "streamcheck-reporter")
+    # Only in a streamcheck run: a host project's markers stay its own.
+    for line in marker_lines(state.cases):
+        config.addinivalue_line("markers", line)
+    state.selected = take_case_args(config)  # streamcheck::SC-AREA-N on the command line
+    config.pluginmanager.register(Reporter(state), "streamcheck-reporter")
+    config.pluginmanager.register(JunitFields(config), "streamcheck-junit")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -75,6 +80,18 @@ def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool |
     if STATE_KEY in config.stash and config.args_source != pytest.Config.ArgsSource.ARGS:
         return True
     return None
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> str | None:
+    # How many cases will run, and how to watch them: -v names each case as it starts.
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return None
+    from pytest_streamcheck._items import CaseItem
+
+    count = sum(isinstance(item, CaseItem) for item in items)
+    watch = "; -v names each case as it runs" if config.get_verbosity() == 0 else ""
+    return f"streamcheck: {count} of {len(state.cases)} cases selected{watch}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k / -m deselection sees the items
@@ -101,12 +118,15 @@ def pytest_runtest_makereport(
     report = yield
     if STATE_KEY not in item.config.stash:
         return report  # not a streamcheck run: change nothing
-    from pytest_streamcheck._items import CaseItem
+    from pytest_streamcheck._items import CaseItem, keep_line
 
-    result = item.result if isinstance(item, CaseItem) else None
-    if result is not None and call.when == "setup" and report.failed and call.excinfo:
+    if not isinstance(item, CaseItem):
+        return report
+    result = item.result
+    if call.when == "setup" and report.failed and call.excinfo:
         # pytest renders setup errors as tracebacks; a case's ERROR has its own text.
         report.longrepr = item.repr_failure(call.excinfo)
+    keep_line(report)
     reported = getattr(item, "_streamcheck_reported", False)
     if result is not None and not reported and (call.when == "call" or report.outcome != "passed"):
         from pytest_streamcheck._report import report_row
@@ -114,6 +134,18 @@ def pytest_runtest_makereport(
         state = item.config.stash[STATE_KEY]
         setattr(report, REPORT_ATTR, report_row(result, state))
         item._streamcheck_reported = True  # type: ignore[attr-defined]
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(
+    config: pytest.Config, data: dict[str, Any]
+) -> Generator[None, object, object]:
+    report = yield
+    if STATE_KEY in config.stash and isinstance(report, pytest.TestReport):
+        from pytest_streamcheck._items import restore_repr
+
+        restore_repr(report)  # xdist sent a case's failure as a plain string
     return report
 
 
