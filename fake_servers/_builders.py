@@ -14,15 +14,13 @@ builder also takes a mapping of the same shape, so ``stream(gap={"kind":
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NoReturn, cast, get_args
+from typing import Any, cast
 
-from fake_servers._formats import format_names
+from fake_servers._limits import MAX_MILLISECONDS
 from fake_servers._script import (
     Ending,
     Endpoint,
@@ -37,6 +35,18 @@ from fake_servers._script import (
     Step,
     Stream,
     Then,
+)
+from fake_servers._validate import (
+    ScenarioError,
+    check_choice,
+    check_flag,
+    check_headers,
+    check_integer,
+    check_seconds,
+    is_number,
+    reject,
+    show,
+    suggestion,
 )
 
 __all__ = [
@@ -64,130 +74,15 @@ __all__ = [
 GapLike = float | Gap | Mapping[str, Any]
 StallLike = Stall | Mapping[str, Any]
 HeadersLike = Mapping[str, str] | Iterable[tuple[str, str]]
-MAX_SEED = 2**63 - 1  # the largest integer a TOML file can hold
 
 
-class ScenarioError(ValueError):
-    """A script that cannot be played, and where it went wrong.
-
-    Attributes:
-        problem: what is wrong, without the location.
-        file: the scenario file, or None for a builder call.
-        step: the endpoint or step it is in, e.g. ``endpoint[0].step[1]``; None at the top.
-        field: the argument or key, e.g. ``gap`` or ``stall.seconds``; None for a whole table.
-        line: the line of a syntax error, when known.
-    """
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        field: str | None = None,
-        step: str | None = None,
-        file: str | None = None,
-        line: int | None = None,
-    ) -> None:
-        self.problem = problem
-        self.field = field
-        self.step = step
-        self.file = file
-        self.line = line
-        super().__init__(problem)
-
-    def __str__(self) -> str:
-        place = ".".join(part for part in (self.step, self.field) if part)
-        if self.line is not None and not place:
-            place = f"line {self.line}"
-        return ": ".join(part for part in (self.file, place, self.problem) if part)
-
-    def located(
-        self, *, file: str | None = None, step: str | None = None, parent: str | None = None
-    ) -> ScenarioError:
-        """A copy placed in ``file``, at ``step``, under the parent field ``parent``."""
-        field = ".".join(part for part in (parent, self.field) if part) or None
-        return ScenarioError(
-            self.problem,
-            field=field,
-            step=self.step or step,
-            file=self.file or file,
-            line=self.line,
-        )
-
-
-# -- the validation layer ------------------------------------------------------
-
-
-def show(value: object) -> str:
-    """A short rendering of a rejected value, in the files' (JSON) spelling."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _reject(field: str, expected: str, got: object) -> NoReturn:
-    raise ScenarioError(f"expected {expected}, got {show(got)}", field=field)
-
-
-def suggestion(word: str, choices: Iterable[str]) -> str:
-    """``'; did you mean "x"?'`` for the closest of ``choices``, or ``""``."""
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
-    return f'; did you mean "{by_lower[close[0]]}"?' if close else ""
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _seconds(field: str, value: object, *, positive: bool = False) -> float:
-    expected = "a number > 0" if positive else "a number >= 0"
-    if not _is_number(value):
-        _reject(field, expected, value)
-    try:
-        seconds = float(cast(float, value))
-    except OverflowError:
-        _reject(field, expected, value)
-    if not math.isfinite(seconds) or seconds < 0 or (positive and seconds == 0):
-        _reject(field, expected, value)
-    return seconds
+# -- input shapes (the values check themselves: ``_validate``) -------------------
 
 
 def _optional_seconds(field: str, value: object, *, positive: bool = False) -> float | None:
-    return None if value is None else _seconds(field, value, positive=positive)
+    return None if value is None else check_seconds(field, value, positive=positive)
 
 
-def _integer(field: str, value: object, low: int = 0, high: int | None = None) -> int:
-    expected = f"an integer {low}..{high}" if high is not None else f"an integer >= {low}"
-    if not isinstance(value, int) or isinstance(value, bool):
-        _reject(field, expected, value)
-    if value < low or (high is not None and value > high):
-        _reject(field, expected, value)
-    return value
-
-
-def _flag(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        _reject(field, "true or false", value)
-    return value
-
-
-def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
-    if isinstance(value, str) and value in choices:
-        return value
-    expected = "one of " + ", ".join(f'"{choice}"' for choice in choices)
-    hint = suggestion(value, choices) if isinstance(value, str) else ""
-    raise ScenarioError(f"expected {expected}, got {show(value)}{hint}", field=field)
-
-
-def _text(field: str, value: object) -> str:
-    if not isinstance(value, str) or not value or any(c in value for c in "\r\n\0"):
-        _reject(field, "a non-empty single-line string", value)
-    return value
-
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADERS_SHAPE = "a table of name = value, or a list of [name, value] pairs"
 
 
@@ -195,11 +90,11 @@ def _header_pairs(value: object) -> list[tuple[object, object]]:
     if isinstance(value, Mapping):
         return list(value.items())
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        _reject("headers", _HEADERS_SHAPE, value)
+        reject("headers", _HEADERS_SHAPE, value)
     pairs: list[tuple[object, object]] = []
     for pair in value:
         if not isinstance(pair, list | tuple) or len(pair) != 2:
-            _reject("headers", _HEADERS_SHAPE, value)
+            reject("headers", _HEADERS_SHAPE, value)
         pairs.append((pair[0], pair[1]))
     return pairs
 
@@ -207,14 +102,7 @@ def _header_pairs(value: object) -> list[tuple[object, object]]:
 def _headers(value: object) -> Headers:
     if value is None:
         return ()
-    headers: list[tuple[str, str]] = []
-    for name, text in _header_pairs(value):
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            _reject("headers", "header names made of letters, digits and -", name)
-        if not isinstance(text, str) or any(c in text for c in "\r\n\0"):
-            _reject(f"headers.{name}", "a single-line string", text)
-        headers.append((name, text))
-    return tuple(headers)
+    return check_headers(tuple(_header_pairs(value)))
 
 
 def _has_header(headers: Headers, name: str) -> bool:
@@ -229,9 +117,11 @@ def _body(value: object) -> bytes | None:
     if isinstance(value, Mapping):
         try:
             return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             pass
-    _reject("body", "a string or a table (sent as JSON)", value)
+    raise ScenarioError(
+        f"expected a string or a table (sent as JSON), got {show(value)}", field="body"
+    )
 
 
 def _seconds_header(seconds: float) -> str:
@@ -265,20 +155,17 @@ def _from_table(kind: str, table: object, build: Callable[..., Any], skip: str =
 
 def fixed(seconds: float) -> Gap:
     """The same gap between every two events."""
-    return Gap("fixed", seconds=_seconds("seconds", seconds))
+    return Gap("fixed", seconds=seconds)
 
 
 def uniform(low: float, high: float) -> Gap:
     """Gaps drawn (seeded) uniformly from ``low..high`` seconds."""
-    low = _seconds("low", low)
-    if _seconds("high", high) < low:
-        _reject("high", f"a number >= low ({low:g})", high)
-    return Gap("uniform", low=low, high=float(high))
+    return Gap("uniform", low=low, high=high)
 
 
 def exponential(mean: float) -> Gap:
     """Gaps drawn (seeded) from an exponential distribution with this mean in seconds."""
-    return Gap("exponential", seconds=_seconds("mean", mean, positive=True))
+    return Gap("exponential", seconds=mean)
 
 
 _GAP_BUILDERS: dict[str, Callable[..., Gap]] = {
@@ -289,34 +176,23 @@ _GAP_BUILDERS: dict[str, Callable[..., Gap]] = {
 
 
 def _gap(value: object) -> Gap:
+    if isinstance(value, Gap):
+        return value
     try:
-        if isinstance(value, Gap):
-            value = _gap_table(value)
         if isinstance(value, Mapping):
-            kind = _choice("kind", value.get("kind"), tuple(_GAP_BUILDERS))
+            kind = check_choice("kind", value.get("kind"), tuple(_GAP_BUILDERS))
             return cast(Gap, _from_table(f'a "{kind}" gap', value, _GAP_BUILDERS[kind], "kind"))
     except ScenarioError as error:
         raise error.located(parent="gap") from None
-    if not _is_number(value):
-        _reject("gap", "a number >= 0 or a table", value)
-    return fixed(_seconds("gap", value))
-
-
-def _gap_table(gap: Gap) -> dict[str, Any]:
-    if gap.kind == "uniform":
-        return {"kind": "uniform", "low": gap.low, "high": gap.high}
-    key = "mean" if gap.kind == "exponential" else "seconds"
-    return {"kind": gap.kind, key: gap.seconds}
+    if not is_number(value):
+        reject("gap", "a number >= 0 or a table", value)
+    return fixed(check_seconds("gap", value))
 
 
 def _stall_value(after: object, seconds: object, keepalive: object, events: int) -> Stall:
     if isinstance(after, int) and not isinstance(after, bool) and after > events:
-        _reject("after", f"an integer 0..{events} (at most events)", after)
-    return Stall(
-        after=_integer("after", after),
-        seconds=_optional_seconds("seconds", seconds),
-        keepalive=_optional_seconds("keepalive", keepalive, positive=True),
-    )
+        reject("after", f"an integer 0..{events} (at most events)", after)
+    return Stall(cast(int, after), cast(float | None, seconds), cast(float | None, keepalive))
 
 
 def _stall_field(value: object, events: int) -> Stall | None:
@@ -367,13 +243,7 @@ def respond(
     if isinstance(body, Mapping) and not _has_header(extra, "content-type"):
         extra += (("content-type", "application/json"),)
     extra += _retry_headers(extra, retry_after, retry_after_date, retry_after_ms)
-    return Respond(
-        status=_integer("status", status, 100, 599),
-        headers=extra,
-        body=parsed_body,
-        delay=_seconds("delay", delay),
-        retry_after_date=_optional_seconds("retry_after_date", retry_after_date),
-    )
+    return Respond(status, extra, parsed_body, delay, retry_after_date)
 
 
 def _retry_headers(
@@ -394,7 +264,10 @@ def _retry_headers(
             continue
         if _has_header(headers, header):
             raise ScenarioError(f'conflicts with the "{header}" header in headers', field=field)
-        seconds = _seconds(field, value)
+        if field == "retry_after_ms":
+            seconds = check_seconds(field, value, limit=MAX_MILLISECONDS, unit="milliseconds")
+        else:
+            seconds = check_seconds(field, value)
         if field != "retry_after_date":
             added.append((header, _seconds_header(seconds)))
     return tuple(added)
@@ -444,62 +317,30 @@ def stream(
     Raises:
         ScenarioError: an argument is out of range or contradicts another.
     """
-    events = _integer("events", events)
-    extra = _headers(headers)
-    if _has_header(extra, "content-type"):
-        raise ScenarioError("set a stream's Content-Type with content_type", field="headers")
+    events = check_integer("events", events)  # the stall's bound, before Stream checks it
     return Stream(
         events=events,
         gap=_gap(gap),
-        end=cast(Ending, _choice("end", end, get_args(Ending))),
-        status=_integer("status", status, 100, 599),
-        headers=extra,
-        delay=_seconds("delay", delay),
+        end=end,
+        status=status,
+        headers=_headers(headers),
+        delay=delay,
         stall=_stall_field(stall, events),
-        format=_choice("format", format, format_names()),
-        ids=_flag("ids", ids),
-        resume=_flag("resume", resume),
-        framing=_framing(
-            line_ending,
-            bom,
-            comment_every,
-            retry_ms,
-            split,
-            split_random,
-            split_pause,
-            buffered,
-            content_type,
+        format=format,
+        ids=ids,
+        resume=resume,
+        framing=Framing(
+            line_ending=line_ending,
+            bom=bom,
+            comment_every=comment_every,
+            retry_ms=retry_ms,
+            split=split,
+            split_random=split_random,
+            split_pause=split_pause,
+            buffered=buffered,
+            content_type=content_type,
         ),
     )
-
-
-def _framing(
-    line_ending: object,
-    bom: object,
-    comment_every: object,
-    retry_ms: object,
-    split: object,
-    split_random: object,
-    split_pause: object,
-    buffered: object,
-    content_type: object,
-) -> Framing:
-    framing = Framing(
-        line_ending=cast(LineEnding, _choice("line_ending", line_ending, get_args(LineEnding))),
-        bom=_flag("bom", bom),
-        comment_every=_integer("comment_every", comment_every),
-        retry_ms=None if retry_ms is None else _integer("retry_ms", retry_ms),
-        split=_integer("split", split),
-        split_random=_flag("split_random", split_random),
-        split_pause=_seconds("split_pause", split_pause),
-        buffered=_flag("buffered", buffered),
-        content_type=_text("content_type", content_type),
-    )
-    if framing.split == 0 and framing.split_random:
-        raise ScenarioError("needs split >= 1 (the largest piece)", field="split_random")
-    if framing.split == 0 and framing.split_pause > 0:
-        raise ScenarioError("needs split >= 1 (pieces to pause between)", field="split_pause")
-    return framing
 
 
 _STREAM_KEYS = frozenset(inspect.signature(stream).parameters)
@@ -543,30 +384,30 @@ def stall(
     flowing while no data does. Other keywords are ``stream``'s.
     """
     _check_step_keys("stall", stream_kwargs)
-    silence = _stall_value(after, seconds, keepalive, _integer("events", events))
+    silence = _stall_value(after, seconds, keepalive, check_integer("events", events))
     return stream(events, stall=silence, **stream_kwargs)
 
 
 def drip(rate: float, **stream_kwargs: Any) -> Stream:
     """A stream written one byte at a time, ``rate`` bytes per second."""
     _check_step_keys("drip", stream_kwargs)
-    pause = 1.0 / _seconds("rate", rate, positive=True)
+    pause = 1.0 / check_seconds("rate", rate, positive=True)
     if not math.isfinite(pause):
-        _reject("rate", "a number > 0", rate)
+        reject("rate", "a number > 0", rate)
     return stream(split=1, split_pause=pause, **stream_kwargs)
 
 
 def truncate(after: int, **stream_kwargs: Any) -> Stream:
     """A stream that ends cleanly after ``after`` events, without the terminal event."""
     _check_step_keys("truncate", stream_kwargs)
-    return stream(_integer("after", after), end="truncate", **stream_kwargs)
+    return stream(check_integer("after", after), end="truncate", **stream_kwargs)
 
 
 def abort(after: int, *, mid_line: bool = False, **stream_kwargs: Any) -> Stream:
     """A stream whose connection breaks after ``after`` events (inside the next: ``mid_line``)."""
     _check_step_keys("abort", stream_kwargs)
-    end: Ending = "abort_mid_line" if _flag("mid_line", mid_line) else "abort"
-    return stream(_integer("after", after), end=end, **stream_kwargs)
+    end: Ending = "abort_mid_line" if check_flag("mid_line", mid_line) else "abort"
+    return stream(check_integer("after", after), end=end, **stream_kwargs)
 
 
 STEP_BUILDERS: dict[str, Callable[..., Step]] = {
@@ -596,7 +437,7 @@ def required_keys(kind: str) -> tuple[str, ...]:
 
 def build_step(kind: str, arguments: Mapping[str, Any]) -> Step:
     """Build a ``kind`` step from keyword ``arguments``, checking every key first."""
-    kind = _choice("kind", kind, tuple(STEP_BUILDERS))
+    kind = check_choice("kind", kind, tuple(STEP_BUILDERS))
     _check_step_keys(kind, arguments)
     for name in required_keys(kind):
         if name not in arguments:
@@ -633,24 +474,6 @@ def step_arguments(step: Step) -> tuple[str, dict[str, Any]]:
 # -- endpoints and scenarios -----------------------------------------------------
 
 
-def _path(value: object) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or re.search(r"[\s?#]", value):
-        _reject("path", 'a path starting with "/" (no query, no spaces)', value)
-    return value
-
-
-def _checked_step(index: int, step: object) -> Step:
-    if not isinstance(step, Respond | Stream):
-        raise ScenarioError(
-            f"expected a step (respond(), stream(), ...), got {show(step)}", field=f"steps[{index}]"
-        )
-    kind, arguments = step_arguments(step)
-    try:
-        return build_step(kind, arguments)
-    except ScenarioError as error:
-        raise error.located(parent=f"steps[{index}]") from None
-
-
 def endpoint(
     path: str, *steps: Step, method: Method = "ANY", then: Then = "repeat_last"
 ) -> Endpoint:
@@ -658,46 +481,20 @@ def endpoint(
 
     Args:
         path: the URL path, starting with "/".
-        steps: one step per attempt.
+        steps: one step per attempt (at most ``MAX_STEPS``).
         method: ``GET``, ``POST`` or ``ANY``.
         then: what attempts past the last step get: ``repeat_last`` or ``cycle``.
 
     Raises:
-        ScenarioError: a bad path, no steps, or a step with out-of-range values.
+        ScenarioError: a bad path, no steps, too many, or something that is not a step.
     """
-    if not steps:
-        raise ScenarioError("expected at least one step", field="steps")
-    return Endpoint(
-        path=_path(path),
-        steps=tuple(_checked_step(i, step) for i, step in enumerate(steps)),
-        method=cast(Method, _choice("method", method, get_args(Method))),
-        then=cast(Then, _choice("then", then, get_args(Then))),
-    )
+    return Endpoint(path=path, steps=steps, method=method, then=then)
 
 
 def scenario(*endpoints: Endpoint, seed: int = 0) -> Scenario:
     """Every endpoint of a server, and the seed for its content and randomness.
 
     Raises:
-        ScenarioError: two endpoints share a path, or the seed is out of range.
+        ScenarioError: two endpoints share a path, too many endpoints, or a bad seed.
     """
-    checked = tuple(_checked_endpoint(i, item) for i, item in enumerate(endpoints))
-    seen: dict[str, int] = {}
-    for index, item in enumerate(checked):
-        if item.path in seen:
-            raise ScenarioError(
-                f"duplicate path {show(item.path)} (endpoint[{seen[item.path]}] has it too)",
-                field="path",
-                step=f"endpoint[{index}]",
-            )
-        seen[item.path] = index
-    return Scenario(endpoints=checked, seed=_integer("seed", seed, 0, MAX_SEED))
-
-
-def _checked_endpoint(index: int, item: object) -> Endpoint:
-    if not isinstance(item, Endpoint):
-        _reject(f"endpoints[{index}]", "an endpoint()", item)
-    try:
-        return endpoint(item.path, *item.steps, method=item.method, then=item.then)
-    except ScenarioError as error:
-        raise error.located(step=f"endpoint[{index}]") from None
+    return Scenario(endpoints=endpoints, seed=seed)

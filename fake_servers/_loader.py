@@ -61,8 +61,10 @@ from fake_servers._builders import (
     step_arguments,
     suggestion,
 )
+from fake_servers._limits import MAX_DEPTH, MAX_ENDPOINTS, MAX_SCENARIO_BYTES, MAX_STEPS
 from fake_servers._script import Endpoint, Gap, Headers, Scenario, Stall, Step, Stream
 from fake_servers._shorthand import expand_step
+from fake_servers._validate import check_limit
 
 __all__ = ["FileFormat", "ScenarioError", "dump_scenario", "load_scenario", "parse_scenario"]
 
@@ -87,7 +89,11 @@ def load_scenario(path: str | Path) -> Scenario:
             f"unknown file type {show(Path(path).suffix)}; expected .toml or .json", file=source
         )
     try:
+        size = Path(path).stat().st_size
+        check_limit(None, size, MAX_SCENARIO_BYTES, "bytes per scenario file")
         text = Path(path).read_text(encoding="utf-8")
+    except ScenarioError as error:
+        raise error.located(file=source) from None
     except OSError as error:
         raise ScenarioError(f"cannot read the file: {error.strerror}", file=source) from None
     except UnicodeDecodeError:
@@ -108,6 +114,7 @@ def parse_scenario(text: str, *, format: FileFormat, source: str = "<string>") -
     """
     tree = _decode(text, format, source)
     try:
+        _check_depth(tree)
         return _scenario(tree)
     except ScenarioError as error:
         raise error.located(file=source) from None
@@ -117,6 +124,17 @@ def parse_scenario(text: str, *, format: FileFormat, source: str = "<string>") -
 
 
 def _decode(text: str, file_format: FileFormat, source: str) -> object:
+    if file_format not in ("toml", "json"):
+        raise ValueError(f'format must be "toml" or "json", not {file_format!r}')
+    check_limit(None, len(text), MAX_SCENARIO_BYTES, "characters per scenario")
+    try:
+        return _parse(text, file_format, source)
+    except RecursionError:  # the parsers recurse per level; MAX_DEPTH is far below theirs
+        problem = f"not valid {file_format.upper()}: nested deeper than {MAX_DEPTH} levels"
+        raise ScenarioError(problem, file=source) from None
+
+
+def _parse(text: str, file_format: FileFormat, source: str) -> object:
     if file_format == "toml":
         try:
             return tomllib.loads(text)
@@ -124,19 +142,31 @@ def _decode(text: str, file_format: FileFormat, source: str) -> object:
             found = re.search(r"at line (\d+)", str(error))
             line = int(found.group(1)) if found else None
             raise ScenarioError(f"not valid TOML: {error}", file=source, line=line) from None
-    if file_format == "json":
-        try:
-            return json.loads(text, object_pairs_hook=_unique_keys)
-        except json.JSONDecodeError as error:
-            problem = f"not valid JSON: {error.msg} (column {error.colno})"
-            raise ScenarioError(problem, file=source, line=error.lineno) from None
-        except _DuplicateKey as error:
-            raise ScenarioError(f"not valid JSON: {error}", file=source) from None
-    raise ValueError(f'format must be "toml" or "json", not {file_format!r}')
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as error:
+        problem = f"not valid JSON: {error.msg} (column {error.colno})"
+        raise ScenarioError(problem, file=source, line=error.lineno) from None
+    except ValueError as error:  # a repeated key, or an integer of over 4300 digits
+        raise ScenarioError(f"not valid JSON: {error}", file=source) from None
+
+
+def _check_depth(tree: object) -> None:
+    """Refuse tables and arrays nested deeper than MAX_DEPTH, level by level (no recursion)."""
+    level = [tree] if isinstance(tree, dict | list) else []
+    for _ in range(MAX_DEPTH):  # after n rounds, level holds the containers at depth n + 1
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+    if level:
+        raise ScenarioError(f"nested deeper than {MAX_DEPTH} levels of tables and arrays")
 
 
 class _DuplicateKey(ValueError):
-    pass
+    """A repeated JSON key (a ValueError, so json.loads passes it through)."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -175,6 +205,7 @@ def _scenario(tree: object) -> Scenario:
     top = _table(tree, "a table of seed and [[endpoint]]")
     _check_keys(top, _TOP_KEYS, "a scenario")
     tables = _tables(top.get("endpoint", []), "endpoint", "an array of tables ([[endpoint]])")
+    check_limit("endpoint", len(tables), MAX_ENDPOINTS, "endpoints per scenario")  # before any
     endpoints = [_endpoint(table, f"endpoint[{i}]") for i, table in enumerate(tables)]
     return scenario(*endpoints, **({"seed": top["seed"]} if "seed" in top else {}))
 
@@ -185,11 +216,10 @@ def _endpoint(table: Mapping[str, Any], where: str) -> Endpoint:
         if "path" not in table:
             raise ScenarioError("required key is missing", field="path")
         what = "an array of tables ([[endpoint.step]])"
-        steps = [
-            step
-            for j, item in enumerate(_tables(table.get("step", []), "step", what))
-            for step in _steps(item, f"{where}.step[{j}]")
-        ]
+        steps: list[Step] = []
+        for j, item in enumerate(_tables(table.get("step", []), "step", what)):
+            steps += _steps(item, f"{where}.step[{j}]")
+            check_limit("step", len(steps), MAX_STEPS, "steps per endpoint")  # as they grow
         options = {key: table[key] for key in ("method", "then") if key in table}
         return endpoint(table["path"], *steps, **options)
     except ScenarioError as error:

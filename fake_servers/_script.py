@@ -10,7 +10,29 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, get_args
+
+from fake_servers._limits import (
+    MAX_ENDPOINTS,
+    MAX_EVENTS,
+    MAX_MILLISECONDS,
+    MAX_SCRIPTED_BODY_BYTES,
+    MAX_SEED,
+    MAX_STEPS,
+)
+from fake_servers._validate import (
+    ScenarioError,
+    check_choice,
+    check_flag,
+    check_headers,
+    check_integer,
+    check_limit,
+    check_path,
+    check_seconds,
+    check_text,
+    reject,
+    show,
+)
 
 __all__ = [
     "Ending",
@@ -33,16 +55,39 @@ Ending = Literal["done", "truncate", "abort", "abort_mid_line", "error"]
 LineEnding = Literal["lf", "cr", "crlf"]
 Method = Literal["GET", "POST", "ANY"]
 Then = Literal["repeat_last", "cycle"]
+GapKind = Literal["fixed", "uniform", "exponential"]
+
+
+def _set(value: object, name: str, checked: Any) -> None:
+    """Store the checked (normalised) form of a field of a frozen value."""
+    object.__setattr__(value, name, checked)
+
+
+def _optional_seconds(value: object, name: str, *, positive: bool = False) -> None:
+    seconds = getattr(value, name)
+    if seconds is not None:
+        _set(value, name, check_seconds(name, seconds, positive=positive))
 
 
 @dataclass(frozen=True)
 class Gap:
     """Time between two events: fixed, or drawn from a seeded distribution."""
 
-    kind: Literal["fixed", "uniform", "exponential"] = "fixed"
+    kind: GapKind = "fixed"
     seconds: float = 0.0  # the fixed gap, or the mean of the exponential
     low: float = 0.0  # uniform bounds
     high: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, get_args(GapKind))
+        mean = self.kind == "exponential"
+        seconds = check_seconds("mean" if mean else "seconds", self.seconds, positive=mean)
+        _set(self, "seconds", seconds)
+        low, high = check_seconds("low", self.low), check_seconds("high", self.high)
+        if high < low:
+            reject("high", f"a number >= low ({low:g})", self.high)
+        _set(self, "low", low)
+        _set(self, "high", high)
 
 
 @dataclass(frozen=True)
@@ -57,6 +102,11 @@ class Stall:
     after: int = 0
     seconds: float | None = None
     keepalive: float | None = None
+
+    def __post_init__(self) -> None:
+        check_integer("after", self.after)
+        _optional_seconds(self, "seconds")
+        _optional_seconds(self, "keepalive", positive=True)
 
 
 @dataclass(frozen=True)
@@ -73,6 +123,21 @@ class Framing:
     buffered: bool = False  # hold everything back and send it at once at the end
     content_type: str = "text/event-stream; charset=utf-8"
 
+    def __post_init__(self) -> None:
+        check_choice("line_ending", self.line_ending, get_args(LineEnding))
+        for flag in ("bom", "split_random", "buffered"):
+            check_flag(flag, getattr(self, flag))
+        check_integer("comment_every", self.comment_every)
+        if self.retry_ms is not None:
+            check_integer("retry_ms", self.retry_ms, 0, MAX_MILLISECONDS, what="milliseconds")
+        check_integer("split", self.split)
+        _set(self, "split_pause", check_seconds("split_pause", self.split_pause))
+        check_text("content_type", self.content_type)
+        if self.split == 0 and self.split_random:
+            raise ScenarioError("needs split >= 1 (the largest piece)", field="split_random")
+        if self.split == 0 and self.split_pause > 0:
+            raise ScenarioError("needs split >= 1 (pieces to pause between)", field="split_pause")
+
 
 @dataclass(frozen=True)
 class Respond:
@@ -85,6 +150,20 @@ class Respond:
     # Retry-After as an HTTP date this many seconds after the response is sent;
     # a date can only be computed at send time, so it is not a plain header.
     retry_after_date: float | None = None
+
+    def __post_init__(self) -> None:
+        check_integer("status", self.status, 100, 599)
+        check_headers(self.headers)
+        if self.body is not None:
+            if not isinstance(self.body, bytes):
+                reject("body", "bytes or None", self.body)
+            check_limit("body", len(self.body), MAX_SCRIPTED_BODY_BYTES, "bytes per body")
+        _set(self, "delay", check_seconds("delay", self.delay))
+        _optional_seconds(self, "retry_after_date")
+        if self.retry_after_date is not None and _has_header(self.headers, "retry-after"):
+            raise ScenarioError(
+                'conflicts with the "retry-after" header in headers', field="retry_after_date"
+            )
 
 
 @dataclass(frozen=True)
@@ -111,8 +190,37 @@ class Stream:
     resume: bool = True  # with ids: honour Last-Event-ID by continuing after it
     framing: Framing = field(default_factory=Framing)
 
+    def __post_init__(self) -> None:
+        from fake_servers._formats import format_names  # the registry imports the providers
+
+        check_integer("events", self.events, 0, MAX_EVENTS, what="events per response")
+        _typed("gap", self.gap, Gap, "a gap (fixed(), uniform(), exponential())")
+        check_choice("end", self.end, get_args(Ending))
+        check_integer("status", self.status, 100, 599)
+        if _has_header(check_headers(self.headers), "content-type"):
+            raise ScenarioError("set a stream's Content-Type with content_type", field="headers")
+        _set(self, "delay", check_seconds("delay", self.delay))
+        if self.stall is not None:
+            _typed("stall", self.stall, Stall, "a Stall or null")
+            if self.stall.after > self.events:
+                expected = f"an integer 0..{self.events} (at most events)"
+                reject("stall.after", expected, self.stall.after)
+        check_choice("format", self.format, format_names())
+        check_flag("ids", self.ids)
+        check_flag("resume", self.resume)
+        _typed("framing", self.framing, Framing, "a Framing")
+
 
 Step = Respond | Stream
+
+
+def _typed(name: str, value: object, kind: type, expected: str) -> None:
+    if not isinstance(value, kind):
+        reject(name, expected, value)
+
+
+def _has_header(headers: Headers, name: str) -> bool:
+    return any(key.lower() == name for key, _ in headers)
 
 
 @dataclass(frozen=True)
@@ -124,10 +232,25 @@ class Endpoint:
     method: Method = "ANY"
     then: Then = "repeat_last"  # what attempts past the last step get
 
+    def __post_init__(self) -> None:
+        check_path(self.path)
+        if not isinstance(self.steps, tuple | list):
+            reject("steps", "a tuple of steps", self.steps)
+        _set(self, "steps", tuple(self.steps))
+        if not self.steps:
+            raise ScenarioError("expected at least one step", field="steps")
+        check_limit("steps", len(self.steps), MAX_STEPS, "steps per endpoint")
+        for index, step in enumerate(self.steps):
+            if not isinstance(step, Respond | Stream):
+                raise ScenarioError(
+                    f"expected a step (respond(), stream(), ...), got {show(step)}",
+                    field=f"steps[{index}]",
+                )
+        check_choice("method", self.method, get_args(Method))
+        check_choice("then", self.then, get_args(Then))
+
     def step_for(self, attempt: int) -> tuple[int, Step]:
         """The 0-based step index and step for the 1-based ``attempt``."""
-        if not self.steps:
-            raise ValueError(f"endpoint {self.path} has no steps")
         index = attempt - 1
         if index >= len(self.steps):
             index = len(self.steps) - 1 if self.then == "repeat_last" else index % len(self.steps)
@@ -140,6 +263,24 @@ class Scenario:
 
     endpoints: tuple[Endpoint, ...] = ()
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.endpoints, tuple | list):
+            reject("endpoints", "a tuple of endpoints", self.endpoints)
+        _set(self, "endpoints", tuple(self.endpoints))
+        check_limit("endpoint", len(self.endpoints), MAX_ENDPOINTS, "endpoints per scenario")
+        seen: dict[str, int] = {}
+        for index, item in enumerate(self.endpoints):
+            if not isinstance(item, Endpoint):
+                reject(f"endpoints[{index}]", "an endpoint()", item)
+            if item.path in seen:
+                raise ScenarioError(
+                    f"duplicate path {show(item.path)} (endpoint[{seen[item.path]}] has it too)",
+                    field="path",
+                    step=f"endpoint[{index}]",
+                )
+            seen[item.path] = index
+        check_integer("seed", self.seed, 0, MAX_SEED)
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The endpoint at ``path``: an exact path first, else the first pattern matching it.

@@ -32,7 +32,9 @@ from fake_servers._builders import (
     suggestion,
     truncate,
 )
+from fake_servers._limits import MAX_STEPS
 from fake_servers._script import Respond, Step, Stream
+from fake_servers._validate import check_integer
 
 __all__ = [
     "SHORTHANDS",
@@ -48,9 +50,8 @@ __all__ = [
 
 
 def _times(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ScenarioError(f"expected an integer >= 1, got {show(value)}", field="times")
-    return value
+    # Checked before the steps are made: times = 10**10 is refused, not a MemoryError.
+    return check_integer("times", value, 1, MAX_STEPS, what="steps per endpoint")
 
 
 def rate_limited(

@@ -24,7 +24,7 @@ from fake_servers._builders import (
     truncate,
     uniform,
 )
-from fake_servers._script import Endpoint, Framing, Gap, Respond, Stall, Stream
+from fake_servers._script import Endpoint, Framing, Gap, Respond, Scenario, Stall, Stream
 
 
 def test_respond_defaults_to_a_plain_200() -> None:
@@ -201,11 +201,7 @@ _REFUSED: list[tuple[Any, str, str]] = [
     ),
     (lambda: uniform(2, 1), "high", "expected a number >= low (2), got 1"),
     (lambda: exponential(0), "mean", "expected a number > 0, got 0"),
-    (
-        lambda: stream(gap=Gap("uniform", low=3, high=1)),
-        "gap.high",
-        "expected a number >= low (3), got 1",
-    ),
+    (lambda: Gap("uniform", low=3, high=1), "high", "expected a number >= low (3), got 1"),
     (
         lambda: stream(end="abrt"),
         "end",
@@ -229,7 +225,7 @@ _REFUSED: list[tuple[Any, str, str]] = [
         "stall.after",
         "expected an integer 0..3 (at most events), got 4",
     ),
-    (lambda: stream(stall=Stall(keepalive=0)), "stall.keepalive", "expected a number > 0, got 0"),
+    (lambda: Stall(keepalive=0), "keepalive", "expected a number > 0, got 0"),
     (lambda: stream(stall=[1]), "stall", "expected a table, got [1]"),
     (lambda: stream(split=-1), "split", "expected an integer >= 0, got -1"),
     (lambda: stream(split_random=True), "split_random", "needs split >= 1 (the largest piece)"),
@@ -292,11 +288,7 @@ _REFUSED: list[tuple[Any, str, str]] = [
         "steps[0]",
         'expected a step (respond(), stream(), ...), got "stream"',
     ),
-    (
-        lambda: endpoint("/v1", Stream(events=-2)),
-        "steps[0].events",
-        "expected an integer >= 0, got -2",
-    ),
+    (lambda: Stream(events=-2), "events", "expected an integer >= 0, got -2"),
     (lambda: scenario(seed=-1), "seed", "expected an integer 0..9223372036854775807, got -1"),
     (lambda: scenario("/v1"), "endpoints[0]", 'expected an endpoint(), got "/v1"'),
 ]
@@ -320,12 +312,15 @@ def test_duplicate_paths_are_refused() -> None:
         scenario(endpoint("/a", stream()), endpoint("/a", respond(), method="POST"))
 
 
-def test_hand_built_endpoints_are_checked_too() -> None:
-    """scenario() re-checks endpoints built without the builders."""
-    broken = Endpoint("/a", (Respond(status=42),))
+def test_hand_built_values_are_checked_when_made() -> None:
+    """The values check themselves: built without the builders, they are refused alike."""
     with pytest.raises(ScenarioError) as caught:
-        scenario(broken)
-    assert str(caught.value) == "endpoint[0].steps[0].status: expected an integer 100..599, got 42"
+        Respond(status=42)
+    assert str(caught.value) == "status: expected an integer 100..599, got 42"
+    with pytest.raises(ScenarioError, match=r"^steps: expected at least one step$"):
+        Endpoint("/a", ())
+    with pytest.raises(ScenarioError, match=r"^endpoint\[1\]\.path: duplicate path"):
+        Scenario((Endpoint("/a", (Respond(),)), Endpoint("/a", (Stream(),))))
 
 
 def test_every_step_rebuilds_from_its_arguments() -> None:

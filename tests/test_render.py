@@ -242,11 +242,14 @@ def test_random_gaps_are_seeded_by_attempt(gap, low, high):
     assert pauses != [a.pause for a in plan(step, attempt=2).actions if isinstance(a, Send)][1:]
 
 
-@pytest.mark.parametrize(("after", "position"), [(0, 0), (2, 2), (3, 3), (9, 3)])
-def test_stall_goes_after_the_given_number_of_events(after, position):
-    """Stall(after=k) holds after k events; 0 is before the first, past N before the end."""
+@pytest.mark.parametrize(
+    ("after", "last_event_id", "position"), [(0, None, 0), (2, None, 2), (3, None, 3), (3, "2", 1)]
+)
+def test_stall_goes_after_the_given_number_of_events(after, last_event_id, position):
+    """Stall(after=k) holds after k events; 0 before the first, past those sent before the end."""
     stall = Stall(after=after, seconds=1.5)
-    p = plan(Stream(events=3, stall=stall, gap=Gap(seconds=0.1)))
+    step = Stream(events=3, stall=stall, gap=Gap(seconds=0.1), ids=True)
+    p = plan(step, last_event_id=last_event_id)
     assert isinstance(p.actions[position], Hold)
     assert p.actions[position] == Hold(1.5, None, b": keepalive\n")
     following = p.actions[position + 1]

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from fake_servers._formats import vocabulary
+from fake_servers._formats import _REGISTRY, OpenAIFormat, register_format, vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._script import Endpoint, Framing, Respond, Scenario, Stall, Stream
 from fake_servers._server import FakeServer, ServerError
@@ -127,10 +127,19 @@ def test_a_shared_ledger_is_used():
         assert len(ledger.wait_attempts(1, WAIT)) == 1
 
 
+class _BrokenFormat(OpenAIFormat):
+    def streams(self, call: object) -> bool:  # asked before the headers go out
+        raise RuntimeError("no-such-format")
+
+
 def test_check_raises_what_the_app_hit(fake_server):
     """An exception inside the app surfaces in the test through check()."""
-    fake_server.script(PATH, Stream(format="no-such-format"))
-    response = httpx.get(fake_server.url + PATH, timeout=WAIT)
+    register_format("test-broken", _BrokenFormat(), replace=True)
+    try:
+        fake_server.script(PATH, Stream(format="test-broken"))
+        response = httpx.get(fake_server.url + PATH, timeout=WAIT)
+    finally:  # the registry is global
+        _REGISTRY.pop("test-broken")
     assert response.status_code == 500
     (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
     assert attempt.end == "aborted"
