@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from dataclasses import dataclass, field
@@ -23,12 +25,22 @@ from starlette.routing import Route
 
 from fake_servers._clock import now
 from fake_servers._ledger import AttemptWriter, Ledger, SentEvent
+from fake_servers._limits import (
+    BODY_TIMEOUT,
+    MAX_FILE_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_PARTS,
+    MAX_REQUEST_BYTES,
+)
 from fake_servers._providers import Call, provider_error_body
 from fake_servers._render import (
+    BATCH,
     Abort,
+    Head,
     Hold,
     PlannedEvent,
     Send,
+    Yield,
     error_body,
     plan_respond,
     plan_stream,
@@ -43,9 +55,6 @@ __all__ = ["Rejection", "ScriptPlayer", "build_app", "check_json", "check_multip
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 SendFn = Callable[[Message], Awaitable[None]]
-
-DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class _Body:
     data: bytearray = field(default_factory=bytearray)  # kept only up to the limit
     sha256: Any = field(default_factory=hashlib.sha256)
     closed_at: float | None = None  # the client left before the body was complete
+    timed_out: bool = False  # the body was not complete within the body timeout
 
 
 @dataclass
@@ -93,13 +103,15 @@ class ScriptPlayer:
         scenario: Scenario,
         ledger: Ledger,
         *,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_body_bytes: int = MAX_REQUEST_BYTES,
+        body_timeout: float = BODY_TIMEOUT,
     ) -> None:
         self.scenario = scenario  # swapped whole by the server; read once per request
         self.ledger = ledger
         self.max_file_bytes = max_file_bytes
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.errors: list[BaseException] = []  # what went wrong, for FakeServer.check()
         self._cuts: set[asyncio.Future[None]] = set()
         self._steps: dict[str, _PathSteps] = {}
@@ -121,9 +133,7 @@ class ScriptPlayer:
             return
         scenario = self.scenario
         endpoint = scenario.endpoint(request.path)
-        rejection = self._route_check(request, scenario, endpoint) or self._body_check(
-            request, body
-        )
+        rejection = self._intake_check(request, body, scenario, endpoint)
         writer = self._open(request, body, arrived_at)
         number = self._step_number(request.path, writer, rejected=rejection is not None)
         if rejection is not None:
@@ -142,19 +152,38 @@ class ScriptPlayer:
 
     # -- request intake -------------------------------------------------------
     async def _read_body(self, receive: Receive) -> _Body:
+        """The whole body, or as much as came before the client left or the timeout."""
         body = _Body()
+        try:
+            async with asyncio.timeout(self.body_timeout):  # a slow upload holds nothing forever
+                await self._receive_body(receive, body)
+        except TimeoutError:
+            body.timed_out = True
+        return body
+
+    async def _receive_body(self, receive: Receive, body: _Body) -> None:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 body.closed_at = now()
-                return body
+                return
             chunk = message.get("body", b"")
             body.size += len(chunk)
             body.sha256.update(chunk)
             if body.size <= self.max_body_bytes:
                 body.data += chunk
             if not message.get("more_body", False):
-                return body
+                return
+
+    def _intake_check(
+        self, request: _Request, body: _Body, scenario: Scenario, endpoint: Endpoint | None
+    ) -> Rejection | None:
+        """Why the request is refused before the script, if it is; a kit bug is a 500."""
+        try:
+            return self._route_check(request, scenario, endpoint) or self._body_check(request, body)
+        except Exception as error:  # recorded and answered, so the attempt is not lost
+            self.errors.append(error)
+            return Rejection(500, f"server error: {error!r}")
 
     def _open(self, request: _Request, body: _Body, arrived_at: float) -> AttemptWriter:
         return self.ledger.open_attempt(
@@ -198,6 +227,13 @@ class ScriptPlayer:
         return None
 
     def _body_check(self, request: _Request, body: _Body) -> Rejection | None:
+        if body.timed_out:
+            return Rejection(
+                408,
+                f"request body not complete within {self.body_timeout:g} s "
+                f"({body.size} bytes arrived)",
+                {"limit_seconds": self.body_timeout, "size": body.size},
+            )
         if request.method != "POST":
             return None
         if body.size > self.max_body_bytes:
@@ -297,15 +333,16 @@ class ScriptPlayer:
         if plan.delay > 0:
             await asyncio.sleep(plan.delay)
         playback = _Playback(send, writer)
-        if plan.before_headers is not None:  # a non-streaming reply's stall
-            await playback.hold(plan.before_headers)
-        await _start(send, writer, plan.status, plan.headers)
-        for action in plan.actions:
-            if isinstance(action, Send):
-                await playback.write(action)
-            elif isinstance(action, Hold):
-                await playback.hold(action)
-            elif isinstance(action, Abort):
+        for move in plan.moves():  # made as they are played: a long plan costs no stall
+            if isinstance(move, Head):
+                await _start(send, writer, plan.status, plan.headers)
+            elif isinstance(move, Send):
+                await playback.write(move)
+            elif isinstance(move, Hold):
+                await playback.hold(move)
+            elif isinstance(move, Yield):
+                await asyncio.sleep(0)
+            elif isinstance(move, Abort):
                 writer.finish("aborted", _ending_note(step))
                 return  # leaving the body unterminated makes Hypercorn drop the connection
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -368,8 +405,10 @@ class _Playback:
         if data and not self._wrote:
             self._wrote = True
             self._writer.update(first_byte_at=at)
-        for event in events:
+        for number, event in enumerate(events, start=1):
             self._writer.event(_sent(event, at))
+            if number % BATCH == 0:  # a buffered write can carry every event of the stream
+                await asyncio.sleep(0)
 
 
 def _comment_text(comment: bytes) -> str:
@@ -406,10 +445,7 @@ def _call(request: _Request, body: _Body) -> Call:
     content_type, _ = parse_options_header(request.header("content-type"))
     parsed = None
     if content_type == b"application/json":
-        try:
-            value = json.loads(bytes(body.data))
-        except ValueError:  # _body_check has answered such a request already
-            value = None
+        value = _json_value(bytes(body.data))  # a POST's was checked; a GET's may be anything
         parsed = value if isinstance(value, dict) else None
     return Call(path=request.path, body=parsed, body_size=body.size)
 
@@ -428,14 +464,41 @@ def _request(scope: Message) -> _Request:
 
 
 def check_json(body: bytes) -> Rejection | None:
-    """A JSON body must parse (else 400) and be an object (else 422)."""
-    try:
-        value = json.loads(body)
-    except ValueError as error:  # also covers bad UTF-8
-        return Rejection(400, f"malformed JSON body: {error}")
+    """A JSON body must parse within MAX_JSON_DEPTH (else 400) and be an object (else 422)."""
+    value = _json_value(body)
+    if isinstance(value, Rejection):
+        return value
     if not isinstance(value, dict):
         return Rejection(422, f"JSON body must be an object, got {type(value).__name__}")
     return None
+
+
+def _json_value(body: bytes) -> object:
+    """The body's JSON value, or the Rejection (400) of a malformed or too deep body."""
+    too_deep = Rejection(
+        400, f"JSON body nested deeper than {MAX_JSON_DEPTH} levels", {"limit": MAX_JSON_DEPTH}
+    )
+    if _too_deep(body):
+        return too_deep
+    try:
+        return json.loads(body)
+    except RecursionError:  # cannot happen within MAX_JSON_DEPTH; kept as the backstop
+        return too_deep
+    except ValueError as error:  # also covers bad UTF-8
+        return Rejection(400, f"malformed JSON body: {error}")
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 as signed bytes
+
+
+def _too_deep(body: bytes) -> bool:
+    """Whether arrays and objects nest past MAX_JSON_DEPTH: at C speed, with no recursion."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False  # too few brackets to pass the limit: the common case costs two scans
+    steps = _JSON_STRING.sub(b"", body).translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    return max(itertools.accumulate(memoryview(steps).cast("b")), default=0) > MAX_JSON_DEPTH
 
 
 @dataclass
@@ -443,6 +506,10 @@ class _Part:
     name: str | None = None
     filename: str | None = None
     size: int = 0
+
+
+class _TooManyParts(Exception):
+    """Raised from the parser's callback: parsing stops at the limit, not at the end."""
 
 
 class _MultipartScan:
@@ -467,6 +534,8 @@ class _MultipartScan:
         }
 
     def _begin(self) -> None:
+        if len(self.parts) == MAX_PARTS:
+            raise _TooManyParts
         self.parts.append(_Part())
         self._headers = {}
 
@@ -499,6 +568,10 @@ def check_multipart(body: bytes, boundary: bytes, max_file_bytes: int) -> Reject
         parser.finalize()
     except FormParserError as error:
         return Rejection(400, f"malformed multipart body: {error}")
+    except _TooManyParts:
+        return Rejection(
+            413, f"multipart body has more than {MAX_PARTS} parts", {"limit": MAX_PARTS}
+        )
     if not scan.ended or any(p.name is None for p in scan.parts):
         return Rejection(400, "malformed multipart body: unterminated, or a part without a name")
     for part in scan.parts:

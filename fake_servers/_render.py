@@ -2,7 +2,8 @@
 
 Pure: no IO, no clock, no global randomness. Every random choice comes from a
 ``random.Random`` seeded by ``(seed, path, attempt)``, so a plan is reproducible
-and the app only has to play it.
+and the app only has to play it. A plan unfolds as it is played, a bounded piece
+of work at a time, so no response, however long, stalls the others.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import email.utils
 import json
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
+from typing import cast
 
 from fake_servers._formats import WireEvent, get_format, token
 from fake_servers._ledger import EventKind
+from fake_servers._limits import MAX_WRITE_BYTES
 from fake_servers._providers import (
     Call,
     Wire,
@@ -28,12 +31,16 @@ from fake_servers._providers import (
 from fake_servers._script import Framing, Gap, Headers, Respond, Stream
 
 __all__ = [
+    "BATCH",
     "Abort",
     "Action",
+    "Head",
     "Hold",
+    "Move",
     "PlannedEvent",
     "Send",
     "StreamPlan",
+    "Yield",
     "error_body",
     "plan_respond",
     "plan_stream",
@@ -46,6 +53,8 @@ _KEEPALIVE_TEXT = "keepalive"
 STREAM_HEADERS: Headers = (("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_TYPE = "application/json"
+# Work between two chances for the other responses to run: a few milliseconds at most.
+BATCH = 256  # tokens, gap draws, held writes or ledger events (about 3 ms)
 
 
 @dataclass(frozen=True)
@@ -81,18 +90,55 @@ class Abort:
     """Break the connection: no terminating chunk."""
 
 
-Action = Send | Hold | Abort
+@dataclass(frozen=True)
+class Head:
+    """Send the status line and the headers now."""
+
+
+@dataclass(frozen=True)
+class Yield:
+    """Nothing to send: a point where the player lets the other responses run."""
+
+
+Action = Send | Hold | Abort  # what the client gets
+Move = Action | Head | Yield  # what the player does, in order
 
 
 @dataclass(frozen=True)
 class StreamPlan:
-    """Everything one streamed response does, in order."""
+    """One streamed response: its status and headers, and the inputs its moves unfold from.
+
+    ``moves()`` makes the moves as they are played, a bounded amount of work at a
+    time with a ``Yield`` between, so a response of a million events starts at
+    once, holds little memory, and never keeps the server from the others.
+    """
 
     status: int
     headers: Headers
-    delay: float  # before the headers
-    actions: tuple[Action, ...]
-    before_headers: Hold | None = None  # a non-streaming reply's stall: no headers yet
+    delay: float  # before anything
+    step: Stream
+    script: _Script
+    attempt: int
+    first: int  # the first event to send (after a Last-Event-ID)
+    streams: bool  # an SSE stream; False: the whole reply to a request that did not ask
+
+    def moves(self) -> Iterator[Move]:
+        """Every move in order, from the start each time (the randomness is seeded)."""
+        rng = random.Random(f"{self.script.seed}|{self.script.path}|{self.attempt}")
+        if self.streams:
+            yield Head()
+            yield from _stream_actions(self.script, self.first, rng)
+        else:
+            yield from _reply_moves(self.script, rng)
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """What the client gets after the headers, all at once (for small plans and tests)."""
+        moves = iter(self.moves())
+        for move in moves:
+            if isinstance(move, Head):
+                break
+        return tuple(move for move in moves if isinstance(move, Send | Hold | Abort))
 
 
 def plan_stream(
@@ -116,30 +162,21 @@ def plan_stream(
             that did not ask to stream with its non-streaming reply.
 
     Returns:
-        The status, headers, delay and the actions to play.
+        The status, headers and delay, and the moves to play.
     """
-    rng = random.Random(f"{seed}|{path}|{attempt}")
     wire = wire_of(get_format(step.format, path))
     call = call if call is not None else Call(path)
-    if not wire.streams(call):
-        return _plan_reply(step, wire, call, seed=seed, path=path, rng=rng)
-    eol = _EOL[step.framing.line_ending]
-    first = _first_index(step, last_event_id)
     script = _Script(step, wire, call, seed, path)
-    writes = list(_writes(script, first=first, eol=eol, rng=rng))
-    actions = _with_stall(step, writes)
-    if step.framing.bom:
-        actions = _with_bom(actions)
-    actions = _buffered(actions) if step.framing.buffered else _coalesced(actions)
-    if step.framing.split > 0:
-        actions = _split(actions, step.framing, rng)
+    if not wire.streams(call):
+        return _plan_reply(script, attempt)
     headers = (
         ("content-type", step.framing.content_type),
         *STREAM_HEADERS,
         *provider_headers(path),
         *step.headers,
     )
-    return StreamPlan(status=step.status, headers=headers, delay=step.delay, actions=actions)
+    first = _first_index(step, last_event_id)
+    return StreamPlan(step.status, headers, step.delay, step, script, attempt, first, True)
 
 
 @dataclass(frozen=True)
@@ -155,58 +192,108 @@ class _Script:
     def token(self, index: int) -> str:
         return token(self.seed, self.path, index)
 
-    def text(self) -> str:
-        """The whole answer, whatever part of it this attempt sends."""
-        return "".join(self.token(i) for i in range(1, self.step.events + 1))
+    def text(self, tokens: list[str], first: int) -> Generator[Yield, None, str]:
+        """The whole answer: the tokens before ``first`` made here, then ``tokens`` (sent)."""
+        before: list[str] = []
+        for index in range(1, min(first, self.step.events + 1)):
+            before.append(self.token(index))
+            if index % BATCH == 0:
+                yield Yield()
+        return "".join(before) + "".join(tokens)
 
 
-def _plan_reply(
-    step: Stream, wire: Wire, call: Call, *, seed: int, path: str, rng: random.Random
-) -> StreamPlan:
-    """The answer to a request that did not ask to stream: one JSON body.
-
-    The body leaves when the stream would have ended (the delay plus every gap).
-    A stall holds back the headers; ``truncate`` and ``abort`` cut the body in
-    half (ending cleanly, or breaking the connection); ``error`` becomes the
-    provider's overload status and error body. The ledger gets the tokens and the
-    terminal only with a whole body, the one way the client can read them.
-    """
-    script = _Script(step, wire, call, seed, path)
-    status = step.status
-    events: tuple[PlannedEvent, ...] = ()
-    if step.end == "error":
-        status, body = wire.overload_reply()
-    else:
-        body = wire.reply(call, script.text(), step.events)
-        if step.end == "done":
-            count = step.events
-            tokens = (PlannedEvent(i, "data", None, script.token(i)) for i in range(1, count + 1))
-            events = (*tokens, PlannedEvent(count + 1, "terminal", None, body.decode()))
-        else:
-            body = body[: len(body) // 2]
-    delay = step.delay + sum(_gap(step.gap, rng) for _ in range(step.events))
-    actions: tuple[Action, ...] = (Send(body, 0.0, events),)
+def _stream_actions(script: _Script, first: int, rng: random.Random) -> Iterator[Action | Yield]:
+    step = script.step
+    eol = _EOL[step.framing.line_ending]
+    sent = max(0, step.events - first + 1)  # data events this attempt sends
+    actions = _with_stall(step, _writes(script, first=first, eol=eol, rng=rng), sent)
+    if step.framing.bom:
+        actions = _with_bom(actions)
+    actions = _buffered(actions) if step.framing.buffered else _coalesced(actions)
     if step.framing.split > 0:
         actions = _split(actions, step.framing, rng)
-    if step.end in ("abort", "abort_mid_line"):
-        actions = (*actions, Abort())
+    return actions
+
+
+def _plan_reply(script: _Script, attempt: int) -> StreamPlan:
+    """The answer to a request that did not ask to stream: one JSON body.
+
+    The headers and the body leave when the stream would have ended (the delay
+    plus every gap). A stall holds back the headers; ``truncate`` and ``abort``
+    cut the body in half (ending cleanly, or breaking the connection); ``error``
+    becomes the provider's overload status and error body. The ledger gets the
+    tokens and the terminal only with a whole body, the one way the client can read them.
+    """
+    step, path = script.step, script.path
+    status = script.wire.overload_reply()[0] if step.end == "error" else step.status
     content_type = step.framing.content_type
     if content_type == Framing.content_type:
         content_type = _JSON_TYPE
     headers = (("content-type", content_type), *provider_headers(path), *step.headers)
-    hold = None if step.stall is None else Hold(step.stall.seconds, None, b"")
-    return StreamPlan(status, headers, delay, actions, before_headers=hold)
+    return StreamPlan(status, headers, step.delay, step, script, attempt, 1, False)
+
+
+def _reply_moves(script: _Script, rng: random.Random) -> Iterator[Move]:
+    step, wire, call = script.step, script.wire, script.call
+    wait = 0.0
+    for index in range(step.events):
+        wait += _gap(step.gap, rng)
+        if index % BATCH == BATCH - 1:
+            yield Yield()
+    events: tuple[PlannedEvent, ...] = ()
+    if step.end == "error":
+        body = wire.overload_reply()[1]
+    else:
+        tokens = yield from _tokens(script)
+        body = wire.reply(call, "".join(tokens), step.events)
+        if step.end == "done":
+            rows: list[tuple[int, EventKind, str | None, str]] = [
+                (i, "data", None, t) for i, t in enumerate(tokens, start=1)
+            ]
+            rows.append((step.events + 1, "terminal", None, body.decode()))
+            events = yield from _planned(rows)
+        else:
+            body = body[: len(body) // 2]
+    if wait > 0:
+        yield Hold(wait, None, b"")  # silence before the headers
+    if step.stall is not None:
+        yield Hold(step.stall.seconds, None, b"")
+    yield Head()
+    actions: Iterator[Action] = iter((Send(body, 0.0, events),))
+    if step.framing.split > 0:
+        actions = cast(Iterator[Action], _split(actions, step.framing, rng))
+    yield from actions
+    if step.end in ("abort", "abort_mid_line"):
+        yield Abort()
+
+
+def _tokens(script: _Script) -> Generator[Yield, None, list[str]]:
+    tokens: list[str] = []
+    for index in range(1, script.step.events + 1):
+        tokens.append(script.token(index))
+        if index % BATCH == 0:
+            yield Yield()
+    return tokens
 
 
 def _first_index(step: Stream, last_event_id: str | None) -> int:
-    """The first event to send: after a numeric Last-Event-ID when resuming is on."""
+    """The first event to send: after a numeric Last-Event-ID when resuming is on.
+
+    An id past the last event (however many digits: no ``int()`` of a huge string,
+    which Python refuses past 4,300 digits) sends only the ending.
+    """
     if not (step.ids and step.resume and last_event_id):
         return 1
     text = last_event_id.strip()
-    return int(text) + 1 if text.isdecimal() else 1
+    if not (text.isascii() and text.isdecimal()):
+        return 1
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(step.events)):
+        return step.events + 1
+    return min(int(digits), step.events) + 1
 
 
-def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Iterator[Send]:
+def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Iterator[Send | Yield]:
     """The writes in order, gaps as pauses; the stall is added afterwards."""
     step, wire = script.step, script.wire
     framing = step.framing
@@ -216,21 +303,22 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     opening = _frames_text(wire.opening(script.call), eol)
     if opening:
         yield Send(opening.encode())
-    sent = 0  # events written so far, for the gap before the next one
+    tokens: list[str] = []  # the answer as it goes, for an ending that repeats it
     for index in range(first, step.events + 1):
-        name, data = wire.data_event(index, script.token(index))
+        tokens.append(script.token(index))
+        name, data = wire.data_event(index, tokens[-1])
         event_id = str(index) if step.ids else None
         text = _event_text(event_id, name, data, eol)
         events = [PlannedEvent(index, "data", event_id, data)]
         if framing.comment_every > 0 and index % framing.comment_every == 0:
             text = f": {_COMMENT_TEXT}{eol}{text}"
             events.insert(0, PlannedEvent(0, "comment", None, _COMMENT_TEXT))
-        yield Send(text.encode(), _gap(step.gap, rng) if sent else 0.0, tuple(events))
-        sent += 1
-    pause = _gap(step.gap, rng) if sent else 0.0
+        yield Send(text.encode(), _gap(step.gap, rng) if len(tokens) > 1 else 0.0, tuple(events))
+    pause = _gap(step.gap, rng) if tokens else 0.0
     last = max(first, step.events + 1)
     if step.end == "done":
-        frames = wire.ending(script.call, script.text(), step.events)
+        answer = yield from script.text(tokens, first)
+        frames = wire.ending(script.call, answer, step.events)
         terminal = PlannedEvent(last, "terminal", None, frames[-1][1])
         yield Send(_frames_text(frames, eol).encode(), pause, (terminal,))
     elif step.end == "error":
@@ -271,79 +359,115 @@ def _gap(gap: Gap, rng: random.Random) -> float:
     return gap.seconds
 
 
-def _with_stall(step: Stream, writes: list[Send]) -> tuple[Action, ...]:
-    """Insert the stall after ``after`` data events and end with Abort if scripted."""
-    actions: list[Action] = list(writes)
-    if step.stall is not None:
-        at = _stall_position(writes, step.stall.after)
-        # The stall replaces the gap before the write that follows it.
-        if at < len(actions):
-            follower = writes[at]
-            actions[at] = Send(follower.data, 0.0, follower.events)
-        comment = f": {_KEEPALIVE_TEXT}{_EOL[step.framing.line_ending]}".encode()
-        actions.insert(at, Hold(step.stall.seconds, step.stall.keepalive, comment))
-    if step.end in ("abort", "abort_mid_line"):
-        actions.append(Abort())
-    return tuple(actions)
+def _with_stall(
+    step: Stream, writes: Iterable[Send | Yield], sent: int
+) -> Iterator[Action | Yield]:
+    """Insert the stall after ``after`` of the ``sent`` data events; end with Abort if scripted.
 
-
-def _stall_position(writes: list[Send], after: int) -> int:
-    """The write the stall goes before: after ``after`` data events (0: before any).
-
-    Past the last data event, the stall goes before the ending (terminal or partial line).
+    The stall goes before the first write that follows them (past the last data
+    event: before the ending), and replaces the gap before that write.
     """
-    total = sum(1 for w in writes for e in w.events if e.kind == "data")
-    after = min(after, total)
+    stall = step.stall
+    after = min(stall.after, sent) if stall is not None else 0
+    comment = f": {_KEEPALIVE_TEXT}{_EOL[step.framing.line_ending]}".encode()
     data_seen = 0
-    for position, write in enumerate(writes):
-        starts_content = not write.events or any(e.kind != "retry" for e in write.events)
-        if data_seen >= after and starts_content:
-            return position
-        data_seen += sum(1 for e in write.events if e.kind == "data")
-    return len(writes)
+    for write in writes:
+        if isinstance(write, Send):
+            starts_content = not write.events or any(e.kind != "retry" for e in write.events)
+            if stall is not None and data_seen >= after and starts_content:
+                yield Hold(stall.seconds, stall.keepalive, comment)
+                write, stall = Send(write.data, 0.0, write.events), None
+            data_seen += sum(1 for e in write.events if e.kind == "data")
+        yield write
+    if stall is not None:
+        yield Hold(stall.seconds, stall.keepalive, comment)
+    if step.end in ("abort", "abort_mid_line"):
+        yield Abort()
 
 
-def _with_bom(actions: tuple[Action, ...]) -> tuple[Action, ...]:
+def _with_bom(actions: Iterable[Action | Yield]) -> Iterator[Action | Yield]:
+    """The BOM as the very first byte: on the first write, or alone before a stall."""
     bom = _BOM.encode()
-    for position, action in enumerate(actions):
+    pending = True
+    for action in actions:
+        if pending and isinstance(action, Send):
+            action, pending = Send(bom + action.data, action.pause, action.events), False
+        elif pending and isinstance(action, Hold | Abort):
+            yield Send(bom)
+            pending = False
+        yield action
+    if pending:
+        yield Send(bom)
+
+
+def _buffered(actions: Iterable[Action | Yield]) -> Iterator[Action | Yield]:
+    """One write at the end carrying everything, after every pause; a stall still comes first.
+
+    Nothing is sent before that write, so a stall played where it comes is the same
+    silence as one played first. What is held back is kept as bytes and plain tuples,
+    which the garbage collector does not track: a million held events cost it nothing.
+    """
+    data = bytearray()
+    rows: list[tuple[int, EventKind, str | None, str]] = []
+    pause, sends = 0.0, 0
+    tail: list[Action] = []
+    for action in actions:
         if isinstance(action, Send):
-            first = Send(bom + action.data, action.pause, action.events)
-            return (*actions[:position], first, *actions[position + 1 :])
-        if isinstance(action, Hold):
-            break  # bytes must start with the BOM: put it before the stall
-    return (Send(bom), *actions)
+            data += action.data
+            rows.extend((e.index, e.kind, e.id, e.data) for e in action.events)
+            pause, sends = pause + action.pause, sends + 1
+            if sends % BATCH == 0:
+                yield Yield()
+        elif isinstance(action, Abort):
+            tail.append(action)
+        else:
+            yield action
+    if sends:
+        events = yield from _planned(rows)
+        yield Send(bytes(data), pause, events)
+    yield from tail
 
 
-def _buffered(actions: tuple[Action, ...]) -> tuple[Action, ...]:
-    """One write at the end carrying everything; a stall still comes first."""
-    sends = [a for a in actions if isinstance(a, Send)]
-    others = [a for a in actions if isinstance(a, Hold)]
-    tail = [a for a in actions if isinstance(a, Abort)]
-    if not sends:
-        return actions
-    return (*others, _merge(sends, pause=sum(s.pause for s in sends)), *tail)
+def _planned(
+    rows: Iterable[tuple[int, EventKind, str | None, str]],
+) -> Generator[Yield, None, tuple[PlannedEvent, ...]]:
+    events: list[PlannedEvent] = []
+    for row in rows:
+        events.append(PlannedEvent(*row))
+        if len(events) % BATCH == 0:
+            yield Yield()
+    return tuple(events)
 
 
-def _coalesced(actions: tuple[Action, ...]) -> tuple[Action, ...]:
+def _coalesced(actions: Iterable[Action | Yield]) -> Iterator[Action | Yield]:
     """Writes with no pause between them go out as one write, as a busy server's would.
 
     TCP would be free to merge them anyway; merging here saves a syscall and a pass
     through Hypercorn per event. Events keep their order; they share the write's time.
+    A write grows to MAX_WRITE_BYTES at most, so a gapless stream still goes out (and
+    lets the others run) a piece at a time.
     """
-    out: list[Action] = []
     group: list[Send] = []
-    for action in (*actions, None):
-        if isinstance(action, Send) and group and action.pause == 0:
-            group.append(action)
+    size = 0
+    for action in actions:
+        if isinstance(action, Yield):
+            yield action  # the group stays open across it
+            continue
+        if isinstance(action, Send):
+            if group and action.pause == 0 and size + len(action.data) <= MAX_WRITE_BYTES:
+                group.append(action)
+                size += len(action.data)
+                continue
+            if group:
+                yield _merge(group, pause=group[0].pause)
+            group, size = [action], len(action.data)
             continue
         if group:
-            out.append(_merge(group, pause=group[0].pause))
-            group = []
-        if isinstance(action, Send):
-            group.append(action)
-        elif action is not None:
-            out.append(action)
-    return tuple(out)
+            yield _merge(group, pause=group[0].pause)
+            group, size = [], 0
+        yield action
+    if group:
+        yield _merge(group, pause=group[0].pause)
 
 
 def _merge(sends: list[Send], pause: float) -> Send:
@@ -352,19 +476,20 @@ def _merge(sends: list[Send], pause: float) -> Send:
     return Send(b"".join(s.data for s in sends), pause, tuple(e for s in sends for e in s.events))
 
 
-def _split(actions: tuple[Action, ...], framing: Framing, rng: random.Random) -> tuple[Action, ...]:
+def _split(
+    actions: Iterable[Action | Yield], framing: Framing, rng: random.Random
+) -> Iterator[Action | Yield]:
     """Cut every write into pieces of at most ``split`` bytes; the last one completes its events."""
-    out: list[Action] = []
     for action in actions:
         if not isinstance(action, Send) or len(action.data) <= 1:
-            out.append(action)
+            yield action
             continue
-        pieces = list(_pieces(action.data, framing, rng))
-        for number, piece in enumerate(pieces):
-            pause = action.pause if number == 0 else framing.split_pause
-            events = action.events if number == len(pieces) - 1 else ()
-            out.append(Send(piece, pause, events))
-    return tuple(out)
+        pieces = _pieces(action.data, framing, rng)
+        piece, pause = next(pieces), action.pause
+        for following in pieces:  # every piece but the last completes nothing
+            yield Send(piece, pause)
+            piece, pause = following, framing.split_pause
+        yield Send(piece, pause, action.events)
 
 
 def _pieces(data: bytes, framing: Framing, rng: random.Random) -> Iterator[bytes]:

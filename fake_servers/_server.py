@@ -22,14 +22,10 @@ from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
-from fake_servers._app import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_FILE_BYTES,
-    ScriptPlayer,
-    build_app,
-)
+from fake_servers._app import ScriptPlayer, build_app
 from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
+from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
 from fake_servers._script import Endpoint, Method, Scenario, Step, Then
 
 __all__ = ["FakeServer", "ServerError"]
@@ -54,8 +50,9 @@ class FakeServer:
         host: str = "127.0.0.1",
         port: int = 0,
         ledger: Ledger | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_body_bytes: int = MAX_REQUEST_BYTES,
+        body_timeout: float = BODY_TIMEOUT,
     ) -> None:
         self.host = host
         self.port = port
@@ -65,6 +62,7 @@ class FakeServer:
             self.ledger,
             max_file_bytes=max_file_bytes,
             max_body_bytes=max_body_bytes,
+            body_timeout=body_timeout,
         )
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,10 +34,13 @@ from fake_servers import (
     stream,
 )
 from fake_servers._limits import (
+    BODY_TIMEOUT,
     MAX_DEPTH,
     MAX_ENDPOINTS,
     MAX_EVENTS,
     MAX_HEADER_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_PARTS,
     MAX_SCENARIO_BYTES,
     MAX_SCRIPTED_BODY_BYTES,
     MAX_SECONDS,
@@ -260,3 +265,134 @@ def test_a_zero_step_endpoint_is_refused_at_the_value_whichever_way_it_is_built(
         Endpoint("/z", ("stream",))  # type: ignore[arg-type]
     response = httpx.get(server.url + "/z", timeout=WAIT)
     assert response.status_code == 404  # nothing was scripted, and nothing broke
+
+
+# -- the server: hostile requests get a 4xx, recorded, and the others are not stalled ------
+
+
+def test_a_deeply_nested_json_body_is_a_recorded_400(server: FakeServer) -> None:
+    """A JSON body nested past MAX_JSON_DEPTH: 400 naming the limit, in the ledger, no step."""
+    server.script("/v1/chat/completions", stream(events=2))
+    with httpx.Client(base_url=server.url, timeout=WAIT) as client:
+        headers = {"content-type": "application/json"}
+        deep = client.post("/v1/chat/completions", content=b"[" * 100_000, headers=headers)
+        fine = client.post("/v1/chat/completions", json={"stream": True, "x": [[[[1]]]]})
+    assert deep.status_code == 400
+    assert f"nested deeper than {MAX_JSON_DEPTH} levels" in deep.text
+    assert fine.status_code == 200
+    first, second = server.ledger.wait_finished(WAIT)
+    assert (first.status, first.step, first.end) == (400, None, "completed")
+    assert "nested deeper" in first.note
+    assert second.step == 0  # the rejection used no step
+    server.check()  # nothing went wrong inside the server
+
+
+def test_a_nested_body_on_a_get_is_harmless(server: FakeServer) -> None:
+    """A GET's JSON body is not checked, but reading it must not break the server."""
+    server.script("/s", stream(events=1))
+    body = b"[" * 100_000
+    headers = {"content-type": "application/json"}
+    response = httpx.request("GET", server.url + "/s", content=body, headers=headers, timeout=WAIT)
+    assert response.status_code == 200
+    server.check()
+
+
+def test_a_last_event_id_of_5000_digits_resumes_past_the_end(server: FakeServer) -> None:
+    """A huge Last-Event-ID is past every event: only the ending, no ValueError, no 500."""
+    server.script("/s", stream(events=3, ids=True))
+    headers = {"last-event-id": "9" * 5000}
+    response = httpx.get(server.url + "/s", headers=headers, timeout=WAIT)
+    assert (response.status_code, response.text) == (200, "data: [DONE]\n\n")
+    (attempt,) = server.ledger.wait_finished(WAIT)
+    assert [e.kind for e in attempt.events] == ["terminal"]
+    server.check()
+
+
+def _drain(port: int, path: str, stop: threading.Event) -> None:
+    """Read a response as fast as it comes until ``stop`` (a raw socket: it sees the flag)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+        sock.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                if not sock.recv(1 << 20):
+                    return
+            except TimeoutError:
+                continue
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "step",
+    [
+        stream(events=MAX_EVENTS),
+        stream(events=MAX_EVENTS, buffered=True),
+        stream(events=MAX_EVENTS, ids=True, format="responses"),
+    ],
+    ids=["gapless", "buffered", "responses-format"],
+)
+def test_a_million_event_response_never_stalls_the_others(server: FakeServer, step: Stream) -> None:
+    """While one response of MAX_EVENTS events plays, other requests are answered at once.
+
+    The plan unfolds as it is played: before, the whole million events were planned
+    first (34 s with the server loop blocked, and 2 GB). The time judged is the
+    server's own, arrival to end in the ledger: the test's client shares the process
+    (and its GIL) with the busy server thread, so its own clock would judge that.
+    """
+    server.script("/big", step)
+    server.script("/small", stream(events=2))
+    stop = threading.Event()
+    reader = threading.Thread(target=_drain, args=(server.port, "/big", stop))
+    reader.start()
+    try:
+        server.ledger.wait_for(lambda led: led.attempts("/big") != (), WAIT, "the big stream")
+        with httpx.Client(base_url=server.url, timeout=WAIT) as client:
+            for _ in range(10):
+                assert client.get("/small").status_code == 200
+        small = server.ledger.wait_finished(WAIT, "/small")
+    finally:
+        stop.set()
+        reader.join(WAIT)
+    assert not reader.is_alive()
+    served = [a.ended_at - a.arrived_at for a in small if a.ended_at is not None]
+    assert len(served) == 10
+    assert max(served) < 0.25, f"a request on another path took {max(served):.3f} s"
+    big = server.ledger.attempts("/big")[0]
+    assert big.end is None or big.end == "client_closed"  # still playing when the test ended
+
+
+@pytest.mark.slow
+def test_a_slow_upload_gets_408_after_the_body_timeout(no_leaked_fds: None) -> None:
+    """A body that does not arrive within body_timeout: 408, recorded, no step used."""
+    assert BODY_TIMEOUT == 10.0  # the default the docs state
+    with FakeServer(body_timeout=0.5) as server:
+        server.script("/p", stream(events=1))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as sock:
+            sock.sendall(
+                b"POST /p HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 100\r\n\r\n{"
+            )
+            started = time.monotonic()
+            head = sock.recv(65536)
+            took = time.monotonic() - started
+        (attempt,) = server.ledger.wait_finished(WAIT)
+    server.check()
+    assert head.startswith(b"HTTP/1.1 408")
+    assert 0.5 - 0.05 <= took < 0.5 + FAST
+    assert (attempt.status, attempt.step, attempt.body_size) == (408, None, 1)
+    assert "not complete within 0.5 s" in attempt.note
+
+
+def test_a_multipart_body_of_200k_parts_is_refused_at_once(server: FakeServer) -> None:
+    """More than MAX_PARTS parts: 413 naming the limit; parsing stops at the limit."""
+    server.script("/p", stream(events=1))
+    part = b'--B\r\ncontent-disposition: form-data; name="p"\r\n\r\nx\r\n'
+    body = part * 200_000 + b"--B--\r\n"
+    headers = {"content-type": "multipart/form-data; boundary=B"}
+    with httpx.Client(base_url=server.url, timeout=WAIT) as client:
+        response, took = timed(lambda: client.post("/p", content=body, headers=headers))
+    assert response.status_code == 413
+    assert f"more than {MAX_PARTS} parts" in response.text
+    assert took < FAST
+    (attempt,) = server.ledger.wait_finished(WAIT)
+    assert (attempt.status, attempt.step) == (413, None)
