@@ -36,7 +36,12 @@ _T = TypeVar("_T")
 _Chunk = tuple[float, bytes]  # (arrival time at the proxy, bytes); b"" is the upstream's FIN
 
 _READ_SIZE = 65536
-_READ_AHEAD = 16  # chunks buffered from upstream; beyond that, backpressure reaches upstream
+# Bytes read from upstream and not yet delivered; beyond that, backpressure reaches upstream.
+# A bound in bytes, not chunks: a latency fault holds every chunk in flight for its delay,
+# and a reader that stopped after a few chunks would stamp the later ones late, adding to
+# the delay. Latency is exact while the bytes in flight fit in this budget.
+_READ_AHEAD_BYTES = 4 * 1024 * 1024
+_READ_AHEAD_CHUNKS = 65536  # and as many chunks at most (tiny reads cost memory too)
 _FLUSH_LIMIT = 0.25  # longest wait for the kernel to send our bytes before an RST
 _FLUSH_POLL = 0.001
 _CLOSE_LIMIT = 0.25  # longest wait for a graceful close before aborting
@@ -387,7 +392,7 @@ class _Link:
                 return
             pumps.append(asyncio.create_task(self._pump_up()))
             if self._up_r is not None:
-                chunks: asyncio.Queue[_Chunk] = asyncio.Queue(_READ_AHEAD)
+                chunks = _ReadAhead()
                 pumps.append(asyncio.create_task(self._read_upstream(self._up_r, chunks)))
                 pumps.append(asyncio.create_task(self._pump_down(chunks)))
             for pump in pumps:
@@ -471,9 +476,7 @@ class _Link:
         return True
 
     # -- upstream -> client ----------------------------------------------------
-    async def _read_upstream(
-        self, reader: asyncio.StreamReader, chunks: asyncio.Queue[_Chunk]
-    ) -> None:
+    async def _read_upstream(self, reader: asyncio.StreamReader, chunks: _ReadAhead) -> None:
         while True:
             try:
                 data = await reader.read(_READ_SIZE)
@@ -484,7 +487,7 @@ class _Link:
             if not data:
                 return
 
-    async def _pump_down(self, chunks: asyncio.Queue[_Chunk]) -> None:
+    async def _pump_down(self, chunks: _ReadAhead) -> None:
         while True:
             arrived, data = await chunks.get()
             if self.fault.kind == "blackhole":
@@ -539,6 +542,34 @@ class _Link:
             self.end("proxy", reset=True)
         else:
             self.end("proxy", reset=False)
+
+
+class _ReadAhead:
+    """The chunks read from upstream and not yet delivered, bounded in bytes (not count)."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[_Chunk] = deque()
+        self._bytes = 0
+        self._changed = asyncio.Condition()
+
+    def _room(self) -> bool:
+        return self._bytes < _READ_AHEAD_BYTES and len(self._chunks) < _READ_AHEAD_CHUNKS
+
+    async def put(self, chunk: _Chunk) -> None:
+        """Add a chunk, once there is room (the reader waits: backpressure)."""
+        async with self._changed:
+            await self._changed.wait_for(self._room)
+            self._chunks.append(chunk)
+            self._bytes += len(chunk[1])
+            self._changed.notify_all()
+
+    async def get(self) -> _Chunk:
+        async with self._changed:
+            await self._changed.wait_for(lambda: bool(self._chunks))
+            chunk = self._chunks.popleft()
+            self._bytes -= len(chunk[1])
+            self._changed.notify_all()
+            return chunk
 
 
 def _parse_upstream(upstream: str | tuple[str, int]) -> tuple[str, int]:

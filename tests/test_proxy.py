@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -446,3 +447,66 @@ def test_upstream_must_be_an_http_url_or_an_address() -> None:
     """A malformed upstream is refused at construction."""
     with pytest.raises(ValueError, match="upstream"):
         FaultProxy("127.0.0.1:8000")
+
+
+# -- latency is exact: no read-ahead adds to it -----------------------------------------
+
+_RECORD = 21  # f"{now():020.6f}\n": the time the upstream sent it
+
+
+def _timestamped_upstream(records: int, gap: float) -> tuple[socket.socket, threading.Thread]:
+    """A raw upstream that, once a client connects, sends ``records`` send-time stamps."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            next_at = now()
+            for _ in range(records):
+                conn.sendall(f"{now():020.6f}\n".encode())
+                next_at += gap
+                time.sleep(max(0.0, next_at - now()))
+
+    thread = threading.Thread(target=serve, name="timestamped-upstream")
+    thread.start()
+    return listener, thread
+
+
+def _record_delays(sock: socket.socket) -> list[float]:
+    """Arrival minus send time of every record, in order, until the upstream closes."""
+    delays: list[float] = []
+    buffer = b""
+    sock.settimeout(WAIT)
+    while data := sock.recv(65536):
+        arrived = now()
+        buffer += data
+        while len(buffer) >= _RECORD:
+            record, buffer = buffer[:_RECORD], buffer[_RECORD:]
+            delays.append(arrived - float(record))
+    return delays
+
+
+@pytest.mark.slow
+def test_latency_delays_each_chunk_by_exactly_the_set_amount() -> None:
+    """latency(1.0) on 100 chunks/s: every chunk arrives 1.0 s after it was sent, not later.
+
+    A small read-ahead bound once stopped the proxy reading after 16 chunks, so later
+    chunks were stamped late and the latency piled up (1.8 s, and twice the stream).
+    """
+    records, gap, latency = 150, 0.01, 1.0
+    listener, upstream = _timestamped_upstream(records, gap)
+    try:
+        with FaultProxy(("127.0.0.1", listener.getsockname()[1])) as proxy:
+            proxy.set_fault(Fault.latency(latency))
+            with socket.create_connection(address(proxy), timeout=WAIT) as sock:
+                started = now()
+                delays = _record_delays(sock)
+                took = now() - started
+    finally:
+        upstream.join(WAIT)
+        listener.close()
+    assert len(delays) == records
+    assert min(delays) >= latency - EARLY
+    assert max(delays) <= latency + 0.15, f"worst chunk delay {max(delays):.3f} s"
+    assert took <= records * gap + latency + 0.3  # the stream is not stretched
