@@ -1,10 +1,13 @@
 """The ``serve`` command: play a scenario file on a real socket until stopped.
 
-``python -m fake_servers serve --scenario FILE`` (or ``fake-servers serve ...``)
+``python -m fake_servers serve [--scenario FILE]`` (or ``fake-servers serve ...``)
 prints the server's base URL as the first stdout line, and with ``--proxy`` a
 ``proxy: URL`` line for a fault proxy in front of it, so a script can read them
-and point a client of any language at the server. SIGINT or SIGTERM stops it
-cleanly (exit 0); ``--ledger-json`` then writes what every attempt got.
+and point a client of any language at the server; stderr lists every endpoint
+with its URL. Without ``--scenario`` it plays a built-in scenario (``_default``):
+healthy GET and POST streams and one endpoint per common failure. SIGINT or
+SIGTERM stops it cleanly (exit 0); ``--ledger-json`` then writes what every
+attempt got. Bad arguments and a broken scenario file exit 2.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TextIO
 
 from fake_servers._builders import ScenarioError
 from fake_servers._loader import load_scenario
-from fake_servers._script import Scenario
+from fake_servers._script import Endpoint, Respond, Scenario, Step
 
 __all__ = ["main"]
 
@@ -40,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        played = load_scenario(args.scenario)
+        played = _scenario(args.scenario)
     except ScenarioError as error:
         print(f"fake-servers: {error}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
@@ -63,14 +66,48 @@ def _parser() -> argparse.ArgumentParser:
         help="serve a scenario file until Ctrl-C / SIGTERM",
         description="Serve a scenario file; the first stdout line is the base URL.",
     )
-    serve.add_argument("--scenario", required=True, type=Path, help="a .toml or .json scenario")
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    serve.add_argument("--port", default=0, type=int, help="port (default 0: a free one)")
+    serve.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help="a .toml or .json scenario (default: a built-in one of healthy and failing paths)",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", type=_host, help="interface (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", default=0, type=_port, help="port (default 0: a free one)")
     serve.add_argument("--ledger-json", type=Path, help="write the ledger here as JSON on exit")
     serve.add_argument(
         "--proxy", action="store_true", help="also start a fault proxy; prints 'proxy: URL'"
     )
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0..65535 (0: a free one), got {text!r}")
+    return port
+
+
+def _host(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "expected an address, e.g. 127.0.0.1, ::1, or 0.0.0.0 for every IPv4 interface; "
+            "got an empty one"
+        )
+    return text.strip()
+
+
+def _scenario(path: Path | None) -> Scenario:
+    if path is not None:
+        return load_scenario(path)
+    from fake_servers._default import DEFAULT_SCENARIO
+
+    return DEFAULT_SCENARIO
 
 
 def _is_loopback(host: str) -> bool:
@@ -101,7 +138,7 @@ def _serve(played: Scenario, args: argparse.Namespace) -> int:
         if args.proxy:
             proxy = FaultProxy(server.url, host=args.host, ledger=server.ledger).start()
             _announce(sys.stdout, f"proxy: {proxy.url}")
-        print(f"fake-servers: serving {_summary(played)}; Ctrl-C to stop", file=sys.stderr)
+        _print_listing(sys.stderr, played, server.url, default=args.scenario is None)
         while not stop.wait(_POLL_SECONDS):
             pass
     finally:
@@ -117,13 +154,46 @@ def _serve(played: Scenario, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _summary(played: Scenario) -> str:
+def _print_listing(stream: TextIO, played: Scenario, url: str, *, default: bool) -> None:
+    """Every endpoint with its URL and what it plays; for the default scenario, what to try."""
+    what = "the built-in scenario" if default else f"{len(played.endpoints)} endpoint(s)"
+    lines = [f"fake-servers: serving {what}; Ctrl-C to stop"]
     if not played.endpoints:
-        return "no endpoints (every path answers 404)"
-    return ", ".join(
-        f"{e.method} {e.path} ({len(e.steps)} step{'s' if len(e.steps) > 1 else ''})"
-        for e in played.endpoints
-    )
+        lines.append("  no endpoints: every path answers 404")
+    width = max((len(e.path) for e in played.endpoints), default=0)
+    lines += [f"  {e.method:<4} {url}{e.path:<{width}}  {describe(e)}" for e in played.endpoints]
+    if default:
+        from fake_servers._default import TRY
+
+        lines += ["try:", *(f"  {command.format(url=url)}" for command in TRY)]
+    stream.write("\n".join(lines) + "\n")
+    stream.flush()
+
+
+def describe(item: Endpoint) -> str:
+    """What an endpoint's attempts get, in a line: ``503 (Retry-After: 1) -> ...``."""
+    text = " -> ".join(_describe_step(step) for step in item.steps)
+    return text + (" (in turn)" if item.then == "cycle" and len(item.steps) > 1 else "")
+
+
+def _describe_step(step: Step) -> str:
+    if isinstance(step, Respond):
+        after = next((v for k, v in step.headers if k.lower() == "retry-after"), None)
+        if step.retry_after_date is not None:
+            after = f"a date {step.retry_after_date:g} s ahead"
+        return f"{step.status}" + (f" (Retry-After: {after})" if after is not None else "")
+    events = f"{step.events} event{'' if step.events == 1 else 's'}"
+    if step.stall is not None and step.stall.seconds is None:
+        return f"{step.stall.after} events, then silent until the client leaves"
+    if step.stall is not None:
+        return f"a stream of {events}, silent for {step.stall.seconds:g} s after {step.stall.after}"
+    return {
+        "done": f"a stream of {events}",
+        "truncate": f"{events}, then a clean end without the terminal event",
+        "abort": f"{events}, then the connection drops",
+        "abort_mid_line": f"{events}, then the connection drops mid-line",
+        "error": f"{events}, then an in-band error event",
+    }[step.end]
 
 
 def _on_stop_signals(stop: threading.Event) -> None:

@@ -165,7 +165,8 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
+        return f"http://{host}:{self.port}"
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> FaultProxy:

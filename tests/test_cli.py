@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fake_servers._cli import _is_loopback
+from fake_servers import FakeServer, FaultProxy
+from fake_servers._cli import _is_loopback, describe
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "scenarios"
 # Generous: the subprocess imports hypercorn and starlette on a shared 2-core machine.
@@ -178,3 +180,121 @@ def test_an_unwritable_ledger_path_exits_1(tmp_path: Path) -> None:
         code, stderr = served.stop()
     assert code == 1
     assert "fake-servers: cannot write the ledger: " in stderr
+
+
+# -- no arguments: the built-in scenario ----------------------------------------------------
+
+
+def _sse_data(text: str) -> list[str]:
+    return [line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ")]
+
+
+@pytest.mark.slow
+def test_serve_with_no_arguments_plays_a_scenario_a_newcomer_can_hit() -> None:
+    """`serve` alone: a base URL whose endpoints stream SSE to plain httpx and curl.
+
+    stderr lists every endpoint with its URL; the failure paths fail as named.
+    """
+    with serving() as served:
+        url = served.line()
+        assert url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=url, timeout=EXIT_TIMEOUT) as client:
+            with client.stream("GET", "/v1/stream") as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                got = _sse_data(response.read().decode())
+            assert (len(got), got[-1]) == (21, "[DONE]")
+            posted = client.post("/v1/chat/completions", json={"stream": True})
+            assert posted.headers["content-type"].startswith("text/event-stream")
+            assert _sse_data(posted.text)[-1] == "[DONE]"
+            unavailable = client.get("/fail/503")
+            assert (unavailable.status_code, unavailable.headers["retry-after"]) == (503, "1")
+            assert client.get("/fail/503").status_code == 200  # the retry gets through
+            assert client.get("/fail/401").status_code == 401
+            with pytest.raises(httpx.RemoteProtocolError):
+                client.get("/fail/drop")
+            truncated = _sse_data(client.get("/fail/truncate").text)
+            assert len(truncated) == 3  # and no [DONE]
+        curl = shutil.which("curl")
+        if curl is not None:
+            result = run(curl, "-sN", "--max-time", "20", f"{url}/v1/stream")
+            assert _sse_data(result.stdout)[-1] == "[DONE]", result.stderr
+        code, stderr = served.stop()
+    assert code == 0, stderr
+    for path in ("/v1/stream", "/v1/chat/completions", "/fail/503", "/fail/401", "/fail/drop",
+                 "/fail/stall", "/fail/truncate"):  # fmt: skip
+        assert f"{url}{path}" in stderr
+    assert f"curl -N {url}/v1/stream" in stderr
+
+
+def test_the_built_in_scenario_has_the_named_failures() -> None:
+    """A 503 with Retry-After, a 401, a drop, a stall and a truncation, beside GET and POST."""
+    from fake_servers._default import DEFAULT_SCENARIO
+
+    by_path = {e.path: e for e in DEFAULT_SCENARIO.endpoints}
+    assert (by_path["/v1/stream"].method, by_path["/v1/chat/completions"].method) == (
+        "GET",
+        "POST",
+    )
+    assert (
+        describe(by_path["/fail/503"]) == "503 (Retry-After: 1) -> a stream of 10 events (in turn)"
+    )
+    assert describe(by_path["/fail/401"]) == "401"
+    assert describe(by_path["/fail/drop"]).startswith("3 events, then the connection drops")
+    assert describe(by_path["/fail/stall"]).startswith("2 events, then silent until the client")
+    assert describe(by_path["/fail/truncate"]).startswith("3 events, then a clean end without")
+
+
+# -- bad arguments are usage errors (exit 2), never tracebacks -------------------------------
+
+PORT_ERROR = "argument --port: expected a port 0..65535 (0: a free one)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--port", "70000"), f"{PORT_ERROR}, got '70000'"),
+        (("--port", "-1"), f"{PORT_ERROR}, got '-1'"),
+        (("--port", "http"), f"{PORT_ERROR}, got 'http'"),
+        (("--host", ""), "argument --host: expected an address, e.g. 127.0.0.1, ::1, or 0.0.0.0"),
+        (("--host", "", "--proxy"), "argument --host: expected an address"),
+    ],
+    ids=["port-70000", "port-minus-1", "port-word", "empty-host", "empty-host-proxy"],
+)  # fmt: skip
+def test_bad_arguments_exit_2_with_a_usage_error(args: tuple[str, ...], message: str) -> None:
+    """Out-of-range ports and an empty host are argparse errors, not OverflowError/ValueError."""
+    result = run(sys.executable, "-m", "fake_servers", "serve", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_deeply_nested_scenario_exits_2(tmp_path: Path) -> None:
+    """A scenario nested past the limit is a ScenarioError (exit 2), not a RecursionError (1)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"endpoint": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run(sys.executable, "-m", "fake_servers", "serve", "--scenario", str(deep))
+    assert result.returncode == 2
+    assert result.stderr == f"fake-servers: {deep}: not valid JSON: nested deeper than 64 levels\n"
+
+
+@pytest.mark.slow
+def test_an_ipv6_host_prints_urls_in_brackets() -> None:
+    """--host ::1 --proxy: both URLs put the address in brackets, and both work."""
+    with serving("--host", "::1", "--proxy") as served:
+        url = served.line()
+        label, proxy_url = served.line().split(" ", 1)
+        assert url.startswith("http://[::1]:")
+        assert (label, proxy_url[: len("http://[::1]:")]) == ("proxy:", "http://[::1]:")
+        for base in (url, proxy_url):
+            with httpx.Client(base_url=base, timeout=EXIT_TIMEOUT) as client:
+                assert _sse_data(client.get("/v1/stream").text)[-1] == "[DONE]"
+        code, stderr = served.stop()
+    assert code == 0, stderr
+
+
+def test_urls_of_any_ipv6_address_use_brackets() -> None:
+    """`::` (every interface) too: http://[::]:PORT, for the server and for the proxy."""
+    assert FakeServer(host="::", port=8123).url == "http://[::]:8123"
+    assert FaultProxy("http://[::1]:1", host="::", port=8124).url == "http://[::]:8124"
+    assert FaultProxy("http://127.0.0.1:1", port=8125).url == "http://127.0.0.1:8125"
