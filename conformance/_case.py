@@ -26,11 +26,14 @@ __all__ = [
     "Case",
     "CaseContext",
     "Check",
+    "Figure",
+    "FigureSample",
     "JsonBody",
     "Level",
     "MultipartBody",
     "Outcome",
     "Play",
+    "SetupFailed",
     "StreamRequest",
     "Verdict",
     "all_cases",
@@ -63,24 +66,90 @@ class Verdict(Enum):
     NON_STRICT = "NON-STRICT"  # a SHOULD (or MAY) was not met; still conformant
     UNSUPPORTED = "UNSUPPORTED"  # the client lacks a capability, or the profile excludes the case
     ERROR = "ERROR"  # the harness or the adapter broke; never counted against the client
+    # The harness's own measured noise left the case unable to tell a correct client
+    # from a broken one, even re-judged at a coarser scale: neither PASS nor FAIL.
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+
+class SetupFailed(Exception):
+    """A case's play could not set up what it judges (e.g. the herd never formed):
+    the case is ERROR with this message, never FAIL."""
+
+
+@dataclass(frozen=True)
+class FigureSample:
+    """One judged wait: as measured, the interval its true value lies in, and its band."""
+
+    label: str
+    measured: float
+    least: float
+    most: float
+    low: float
+    high: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "value": round(self.measured, 6),
+            "least": round(self.least, 6),
+            "most": round(self.most, 6),
+            "band": [round(self.low, 6), round(self.high, 6)],
+            "ok": self.least <= self.high and self.most >= self.low,
+        }
+
+
+@dataclass(frozen=True)
+class Figure:
+    """What a timing check judged, for the HTML report: each sample against its band."""
+
+    kind: Literal["delays"]
+    label: str
+    samples: tuple[FigureSample, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        bands = {(s.low, s.high) for s in self.samples}
+        band = [min(b[0] for b in bands), max(b[1] for b in bands)] if bands else [0.0, 0.0]
+        slack = max((s.measured - s.least for s in self.samples), default=0.0)
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "unit": "s",
+            "band": [round(band[0], 6), round(band[1], 6)],
+            "slack": round(max(slack, 0.0), 6),
+            "samples": [s.to_json() for s in self.samples],
+        }
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check concluded: whether the requirement held, expected against observed."""
+    """What a check concluded: whether the requirement held, expected against observed.
+
+    ``undecidable`` (with ``ok`` False) says the measured harness noise left the check
+    unable to decide; the runner re-judges such a case at a coarser scale.
+    """
 
     ok: bool
     expected: str
     observed: str
     details: tuple[str, ...] = ()
+    figure: Figure | None = None
+    undecidable: bool = False
 
     @classmethod
     def passed(cls, expected: str, observed: str = "as expected") -> Outcome:
         return cls(True, expected, observed)
 
     @classmethod
-    def failed(cls, expected: str, observed: str, *details: str) -> Outcome:
-        return cls(False, expected, observed, details)
+    def failed(
+        cls, expected: str, observed: str, *details: str, figure: Figure | None = None
+    ) -> Outcome:
+        return cls(False, expected, observed, details, figure)
+
+    @classmethod
+    def unsure(
+        cls, expected: str, observed: str, *details: str, figure: Figure | None = None
+    ) -> Outcome:
+        return cls(False, expected, observed, details, figure, undecidable=True)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from conformance._timing import Noise
 from fake_servers import Attempt, Connection, now
 
 __all__ = [
@@ -116,6 +117,8 @@ class Evidence:
     connections: tuple[Connection, ...] = ()
     deliveries: tuple[Delivery, ...] = ()
     started_at: float = 0.0
+    # the harness's own lag while the case ran; hand-built evidence has none measured
+    noise: Noise = field(default_factory=Noise)
 
     def of(self, stream: str) -> tuple[Delivery, ...]:
         return tuple(d for d in self.deliveries if d.stream == stream)
@@ -178,6 +181,7 @@ class Evidence:
             "connections": [asdict(c) for c in self.connections],
             "deliveries": [asdict(d) for d in self.deliveries],
             "started_at": self.started_at,
+            "noise": self.noise.to_json(),
         }
 
 

@@ -157,6 +157,7 @@ class _Store:
     attempts: list[_LiveAttempt] = field(default_factory=list)
     connections: list[Connection] = field(default_factory=list)
     per_endpoint: dict[str, int] = field(default_factory=dict)
+    lags: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 class Ledger:
@@ -179,6 +180,11 @@ class Ledger:
     def connections(self) -> tuple[Connection, ...]:
         with self._cond:
             return tuple(self._store.connections)
+
+    def lags(self) -> dict[str, tuple[tuple[float, float], ...]]:
+        """Each lag probe's records, by source: (when a wake-up was due, when it came)."""
+        with self._cond:
+            return {source: tuple(rows) for source, rows in self._store.lags.items()}
 
     def wait_for(
         self,
@@ -283,6 +289,11 @@ class Ledger:
             store.connections.append(conn)
             self._cond.notify_all()
             return ConnectionWriter(self, self._key(len(store.connections) - 1))
+
+    def record_lag(self, source: str, due: float, woke: float) -> None:
+        """A lag probe's wake-up (``fake_servers._noise``); nobody waits on these."""
+        with self._cond:
+            self._store.lags.setdefault(source, []).append((due, woke))
 
     def _key(self, index: int) -> int:
         # The generation in the high bits lets a writer from before clear() go quiet.

@@ -26,6 +26,7 @@ from fake_servers._app import ScriptPlayer, build_app
 from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
+from fake_servers._noise import LagProbe
 from fake_servers._script import Endpoint, Method, Scenario, Step, Then
 
 __all__ = ["FakeServer", "ServerError"]
@@ -68,6 +69,7 @@ class FakeServer:
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        self._lag = LagProbe(self.ledger, "server")
         self._ready = threading.Event()
         self._failure: BaseException | None = None
 
@@ -100,6 +102,18 @@ class FakeServer:
     def reset(self) -> None:
         """No endpoints and an empty ledger (the seed stays)."""
         self.load(Scenario(seed=self.scenario.seed))
+
+    def measure_lag(self, on: bool = True) -> None:
+        """Record this server's event-loop lag into its ledger (source ``server``), or stop.
+
+        The probe (``fake_servers._noise``) runs until turned off or the server stops.
+        """
+        if self._loop is None:
+            raise RuntimeError("the server is not running")
+        if on:
+            self._lag.start(self._loop)
+        else:
+            self._lag.stop()
 
     def check(self) -> None:
         """Raise, in the caller's thread, the first exception the app hit (once)."""
@@ -150,6 +164,7 @@ class FakeServer:
                 loop.call_soon_threadsafe(stopping.set)
         thread.join(_STOP_TIMEOUT)
         self._thread = self._loop = self._stopping = None
+        self._lag = LagProbe(self.ledger, "server")  # asyncio.run cancelled the old one
         if self._sock is not None:
             self._sock.close()
             self._sock = None

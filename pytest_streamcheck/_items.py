@@ -19,10 +19,18 @@ from pytest_streamcheck._session import StreamcheckSession
 __all__ = ["CaseFailed", "CaseItem", "CaseRepr", "keep_line", "make_items", "restore_repr"]
 
 ERROR_HEAD = "ERROR (the harness or the adapter broke; not counted against the client)"
+INCONCLUSIVE_HEAD = (
+    "INCONCLUSIVE (the kit's own measured noise hid the verdict, even re-judged at a "
+    "coarser scale; neither a pass nor a failure of the client)"
+)
 # An adapter's message by default: its first lines and its last (an exec client's
 # stderr tail ends with what matters, the exception).
 ERROR_HEAD_ROWS, ERROR_TAIL_ROWS = 5, 20
 LINE_ATTR = "streamcheck_line"  # a CaseRepr's one line, on the report: it crosses xdist
+
+
+class Inconclusive(HarnessError):
+    """A case the measured noise left undecided: shown as a pytest error, not a failure."""
 
 
 class CaseFailed(AssertionError):
@@ -55,6 +63,8 @@ class CaseItem(pytest.Item):
         ]
         if self.result.verdict is Verdict.ERROR:
             raise HarnessError(f"{self.case.id}: {self.result.reason}")
+        if self.result.verdict is Verdict.INCONCLUSIVE:
+            raise Inconclusive(f"{self.case.id}: {self.result.reason}")
 
     def runtest(self) -> None:
         result = self.result
@@ -79,7 +89,8 @@ class CaseItem(pytest.Item):
         if isinstance(error, HarnessError):
             text = cap(str(error).splitlines(), ERROR_HEAD_ROWS, ERROR_TAIL_ROWS, full, "lines")
             line = text[0].removeprefix(f"{self.case.id}: ")
-            return CaseRepr("\n".join([ERROR_HEAD, *text]), _Crash(line))
+            head = INCONCLUSIVE_HEAD if isinstance(error, Inconclusive) else ERROR_HEAD
+            return CaseRepr("\n".join([head, *text]), _Crash(line))
         # A bug in the kit: its traceback, without pytest's and pluggy's frames.
         return excinfo.getrepr(
             style="long" if full else "short",

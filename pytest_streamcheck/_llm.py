@@ -231,16 +231,16 @@ class LLMServer:
         Returns:
             The verdict; ``verdict.assert_ok()`` fails the test on a MUST finding.
         """
-        from conformance._checks import UPPER_BOUND_SLACK
         from conformance._profiles import get_profile
+        from conformance._timing import UNMEASURED_SLACK
         from conformance._verdict import judge
         from fake_servers import LedgerTimeout, now
 
         mark = stopped_reading_at if stopped_reading_at is not None else self._stopped_reading_at
         if settle is None:
-            settle = UPPER_BOUND_SLACK
+            settle = UNMEASURED_SLACK
             if mark is not None:  # wait out the close's deadline, or judging is premature
-                settle = max(0.0, mark + UPPER_BOUND_SLACK - now()) + 0.01
+                settle = max(0.0, mark + UNMEASURED_SLACK - now()) + 0.01
         with contextlib.suppress(LedgerTimeout):  # still open when judged: rules say what it means
             self.ledger.wait_finished(settle)
         result = judge(

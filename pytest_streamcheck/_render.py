@@ -10,7 +10,7 @@ from pytest_streamcheck._runner import CaseResult
 
 __all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
 
-VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR")
+VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR", "INCONCLUSIVE")
 # With a known-failures file: listed failures that failed again (xfailed, not failures
 # of the run), and listed ones that pass now (stale: they fail a strict run).
 KNOWN = "KNOWN"
@@ -42,7 +42,10 @@ def render_failure(result: CaseResult, *, full: bool = False) -> str:
         ]
         details = [d if full else _clip(d) for d in result.outcome.details]
         lines += [f"             {d}" for d in cap(details, DETAIL_ROWS, 0, full, "details")]
+    for tried in result.rejudged:
+        lines.append(f"undecidable at x{tried.factor:g}: {tried.observed}; {tried.noise}")
     if result.evidence is not None:
+        lines.append(f"noise:       {result.evidence.noise.headline()}")
         lines.append("timeline (ms since the case started):")
         rows = cap(result.evidence.timeline(), TIMELINE_HEAD, TIMELINE_TAIL, full, "rows")
         lines += [f"  {row}" for row in rows]
@@ -76,11 +79,11 @@ def render_summary(
         by_area.setdefault(r["area"], Counter())[column] += 1
         total[column] += 1
     width = max([len(a) for a in by_area] + [5])
-    head = f"{'area':<{width}}  " + "  ".join(f"{v:>11}" for v in columns)
+    head = f"{'area':<{width}}  " + "  ".join(f"{v:>12}" for v in columns)
     rows = [header, head]
     for area, counts in by_area.items():
-        rows.append(f"{area:<{width}}  " + "  ".join(f"{counts[v]:>11}" for v in columns))
-    rows.append(f"{'total':<{width}}  " + "  ".join(f"{total[v]:>11}" for v in columns))
+        rows.append(f"{area:<{width}}  " + "  ".join(f"{counts[v]:>12}" for v in columns))
+    rows.append(f"{'total':<{width}}  " + "  ".join(f"{total[v]:>12}" for v in columns))
     return rows
 
 

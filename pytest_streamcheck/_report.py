@@ -105,7 +105,27 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
         lines.append("ERROR (the harness or adapter broke; not counted against the client):")
         lines += _grouped(errors)
     lines += _stale_lines(rows, state)
+    lines += _noise_lines(rows)
     lines.append(f"reproduce with --streamcheck-seed={s.seed}")
+    return lines
+
+
+def _noise_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Cases the measured noise made the kit re-judge, or leave undecided."""
+    lines = []
+    rejudged = [r for r in rows if r.get("rejudged") and r["verdict"] != "INCONCLUSIVE"]
+    if rejudged:
+        lines.append(
+            f"re-judged at a coarser scale after an undecidable try ({len(rejudged)}): "
+            + ", ".join(f"{r['id']} at x{r['factor']:g}" for r in rejudged)
+        )
+    undecided = [r for r in rows if r["verdict"] == "INCONCLUSIVE"]
+    if undecided:
+        lines.append(
+            "INCONCLUSIVE (the kit's own measured noise hid the verdict; the run is not "
+            "conformant, and not a failure of the client):"
+        )
+        lines += _grouped(undecided)
     return lines
 
 
@@ -140,7 +160,10 @@ def build_report(
     client = next((r.get("client") for r in rows if r.get("client")), None) or {"name": s.target}
     counts = Counter(r["verdict"] for r in rows)
     conformant = (
-        counts["FAIL"] == 0 and counts["ERROR"] == 0 and (not s.strict or counts["NON-STRICT"] == 0)
+        counts["FAIL"] == 0
+        and counts["ERROR"] == 0
+        and counts["INCONCLUSIVE"] == 0
+        and (not s.strict or counts["NON-STRICT"] == 0)
     )
     return {
         "schema": SCHEMA,

@@ -17,14 +17,16 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from conformance._case import Case, Outcome, StreamRequest, Verdict
+from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict
 from conformance._evidence import DeliveryLog, Evidence
 from conformance._profiles import Profile, Timing
+from conformance._timing import Noise
 from conformance.reference._config import ClientPolicy
 from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
+from fake_servers._noise import LagProbe
 from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
 
-__all__ = ["CaseResult", "HarnessError", "SuiteRunner"]
+__all__ = ["CaseResult", "HarnessError", "Rejudged", "SuiteRunner"]
 
 T = TypeVar("T")
 POLL = 0.002  # seconds between looks at the ledger and deliveries while waiting
@@ -33,10 +35,28 @@ SETTLE = 0.5  # seconds to let the server record the end of in-flight attempts
 # richer message (with the client's stderr) is the one users see.
 COMMAND_LIMIT = 15.0
 CLOSE_LIMIT = 5.0
+# Re-judging a case the measured noise left undecidable: every duration of its policy
+# times each factor in turn (same ratios, so the same relations are judged, with more
+# room for noise), while the run's re-judging budget lasts (docs/timing.md). A client
+# that cannot be configured is re-judged once at its own scale.
+REJUDGE_FACTORS = (4.0, 12.0)
+REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all
 
 
 class HarnessError(Exception):
     """The harness or the adapter broke; the case is ERROR, never FAIL."""
+
+
+@dataclass(frozen=True)
+class Rejudged:
+    """One undecidable try of a case, before it was judged again at a coarser scale."""
+
+    factor: float  # durations times this, against the profile's timing
+    observed: str
+    noise: str  # the measured lag's headline
+
+    def to_json(self) -> dict[str, Any]:
+        return {"factor": self.factor, "observed": self.observed, "noise": self.noise}
 
 
 @dataclass(frozen=True)
@@ -46,9 +66,11 @@ class CaseResult:
     profile: str | None
     timing: Timing
     outcome: Outcome | None = None
-    reason: str = ""  # why UNSUPPORTED or ERROR
+    reason: str = ""  # why UNSUPPORTED, ERROR or INCONCLUSIVE
     evidence: Evidence | None = None
     duration: float = 0.0
+    factor: float = 1.0  # the scale the verdict was judged at, against the profile's timing
+    rejudged: tuple[Rejudged, ...] = ()  # the undecidable tries before it
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -58,6 +80,8 @@ class CaseResult:
             "timing": self.timing,
             "reason": self.reason,
             "duration": round(self.duration, 4),
+            "factor": self.factor,
+            "rejudged": [r.to_json() for r in self.rejudged],
         }
         if self.outcome is not None:
             data.update(
@@ -65,6 +89,10 @@ class CaseResult:
                 observed=self.outcome.observed,
                 details=list(self.outcome.details),
             )
+            if self.outcome.figure is not None:
+                data["figure"] = self.outcome.figure.to_json()
+        if self.evidence is not None:
+            data["noise"] = self.evidence.noise.summary()
         if self.evidence is not None:
             data["timeline"] = self.evidence.timeline()
             data["chart"] = self.evidence.chart()
@@ -169,7 +197,9 @@ class SuiteRunner:
         self.info: AdapterInfo
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._client_lag: LagProbe
         self._configured: ClientPolicy | None = None
+        self._rejudge_left = REJUDGE_BUDGET
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> SuiteRunner:
@@ -177,6 +207,9 @@ class SuiteRunner:
 
         self.server.start()
         self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
+        # The harness measures its own noise in every loop that stamps or waits.
+        self.server.measure_lag()
+        self.proxy.measure_lag()
         self._start_adapter()
         return self
 
@@ -186,6 +219,8 @@ class SuiteRunner:
             target=self._loop.run_forever, name="streamcheck-adapter", daemon=True
         )
         self._thread.start()
+        self._client_lag = LagProbe(self.server.ledger, "client")
+        self._client_lag.start(self._loop)
         self._configured = None
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
         self.info = self.adapter.info
@@ -213,6 +248,7 @@ class SuiteRunner:
         self._loop = self._thread = None
         if loop is None or thread is None:
             return
+        self._client_lag.stop()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5.0)
         if not thread.is_alive():
@@ -257,31 +293,65 @@ class SuiteRunner:
                 reason=result,
             )
         assert profile is not None
-        policy = profile.at(self.timing)
-        if case.tune is not None and "configurable" in self.info.capabilities:
-            policy = case.tune(policy)
-        try:
-            outcome, evidence = self._play(case, policy)
-        except HarnessError as exc:
-            self._recover()
-            return CaseResult(
-                case,
-                Verdict.ERROR,
-                profile.key,
-                self.timing,
-                reason=str(exc),
-                duration=now() - started,
-            )
-        verdict = _verdict(case, outcome)
+        tries: list[Rejudged] = []
+        for factor in self._factors():
+            policy = self._policy(case, profile, factor)
+            try_started = now()
+            try:
+                outcome, evidence = self._play(case, policy)
+            except HarnessError as exc:
+                self._recover()
+                return CaseResult(
+                    case,
+                    Verdict.ERROR,
+                    profile.key,
+                    self.timing,
+                    reason=str(exc),
+                    duration=now() - started,
+                    factor=factor,
+                    rejudged=tuple(tries),
+                )
+            if tries:
+                self._rejudge_left -= now() - try_started
+            if not outcome.undecidable:
+                return CaseResult(
+                    case,
+                    _verdict(case, outcome),
+                    profile.key,
+                    self.timing,
+                    outcome,
+                    evidence=evidence,
+                    duration=now() - started,
+                    factor=factor,
+                    rejudged=tuple(tries),
+                )
+            tries.append(Rejudged(factor, outcome.observed, evidence.noise.headline()))
+            if self._rejudge_left <= 0:
+                break
         return CaseResult(
             case,
-            verdict,
+            Verdict.INCONCLUSIVE,
             profile.key,
             self.timing,
             outcome,
+            reason=_inconclusive(tries, self._rejudge_left <= 0),
             evidence=evidence,
             duration=now() - started,
+            factor=tries[-1].factor,
+            rejudged=tuple(tries),
         )
+
+    def _factors(self) -> tuple[float, ...]:
+        """The scales a case may be judged at: its own, then coarser ones if it can be."""
+        if self.timing == "test" and "configurable" in self.info.capabilities:
+            return (1.0, *REJUDGE_FACTORS)
+        return (1.0, 1.0)  # a fixed policy: once more, at its own scale
+
+    def _policy(self, case: Case, profile: Profile, factor: float) -> ClientPolicy:
+        policy = profile.at(self.timing)
+        if case.tune is not None and "configurable" in self.info.capabilities:
+            policy = case.tune(policy)
+        return policy if factor == 1.0 else policy.scaled(factor)
 
     def _skip_reason(self, case: Case, profile: Profile | None) -> str | None:
         missing = sorted(case.needs - self.info.capabilities)
@@ -331,6 +401,8 @@ class SuiteRunner:
             raise HarnessError(
                 f"case {case.id} passed its {self.case_timeout:.0f}s time limit"
             ) from None
+        except SetupFailed as exc:
+            raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:
             await ctx.wait_until(lambda: all(a.finished for a in ctx.ledger.attempts()), SETTLE)
             await ctx.close()
@@ -339,6 +411,7 @@ class SuiteRunner:
             connections=ctx.ledger.connections(),
             deliveries=ctx.deliveries.all(),
             started_at=started,
+            noise=Noise.from_ledger(ctx.ledger.lags()),
         )
 
     def _diagnostics(self) -> str:
@@ -366,6 +439,16 @@ def _doing(holder: list[_Context]) -> str:
     last = ctx.deliveries.all()[-5:]
     client = "; ".join(d.describe() for d in last) or "nothing delivered"
     return f". The client was last seen: {client}. Server: {ctx.ledger.summary()}"
+
+
+def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
+    scales = ", ".join(f"x{t.factor:g}" for t in tries)
+    why = " (the run's re-judging budget is spent)" if out_of_budget else ""
+    return (
+        f"undecidable at every scale tried ({scales}){why}: the harness's own measured "
+        f"noise hides the difference between a correct and a broken client. Last try: "
+        f"{tries[-1].observed}; {tries[-1].noise}"
+    )
 
 
 def _verdict(case: Case, outcome: Outcome) -> Verdict:

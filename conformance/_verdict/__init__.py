@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from conformance._profiles import Profile, Timing
+from conformance._timing import Noise
 from conformance._verdict._calls import _cancelled, _group, _Inputs, _look
 from conformance._verdict._judges_backoff import _envelope, _fixed_schedule, _no_backoff
 from conformance._verdict._judges_breaker import _breaker_threshold, _hammering
@@ -99,6 +100,7 @@ def judge(
     stall_timeout: float | None = None,
     stopped_reading_at: float | None = None,
     judged_at: float | None = None,
+    noise: Noise | None = None,
 ) -> Verdict:
     """Judge what a client did with the faults, from the ledger and what the app produced.
 
@@ -116,6 +118,8 @@ def judge(
         stall_timeout: The silence (s) after which the app promises to abandon a stream.
         stopped_reading_at: When (on ``fake_servers.now()``) the app stopped reading.
         judged_at: When the snapshot was taken (default: the latest time in the records).
+        noise: The harness lag measured meanwhile (``Noise.from_ledger(ledger.lags())``);
+            without it the slacks are the stated unmeasured ones (docs/timing.md).
 
     Returns:
         The verdict: findings (MUST first), the logical calls, and what was not judged.
@@ -137,6 +141,7 @@ def judge(
         judged_at=judged_at if judged_at is not None else _latest(ordered),
         seed=scenario.seed if scenario is not None else None,
         scale=profile.test_scale if profile is not None and timing == "test" else 1.0,
+        noise=noise if noise is not None else Noise(),
     )
     findings = [f for rule in _RULE_FUNCS for f in rule(ins)]
     findings.sort(key=lambda f: (f.level != "MUST", min(f.attempts, default=0)))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from conformance._profiles import Profile
+from conformance._timing import Noise, Wait, wait_between
 from conformance.reference._config import ClientPolicy
 from fake_servers._ledger import Attempt
 from fake_servers._script import Respond, Scenario, Step, Stream
@@ -24,7 +25,6 @@ __all__ = [
     "_group",
     "_in_band_error",
     "_look",
-    "_seen_from",
 ]
 
 _State = Literal["ok", "failed", "open", "cancelled"]
@@ -236,42 +236,32 @@ class _Inputs:
     judged_at: float
     seed: int | None
     scale: float  # the profile's test_scale at test timing, else 1
+    noise: Noise  # the harness lag measured meanwhile; unmeasured in app-level tests
 
     def delays(self, looks: Sequence[_Look]) -> list[_Wait]:
         """How long the client waited before each retry of a call."""
-        return [_Wait(i, looks[i - 1], looks[i]) for i in range(1, len(looks))]
+        return [_Wait(i, looks[i - 1], looks[i], self.noise) for i in range(1, len(looks))]
 
 
 @dataclass(frozen=True)
 class _Wait:
-    """The wait before retry ``n`` (1-based) of a call, bounded from both sides.
-
-    The server stamps an attempt's end after its last write returns, and on a busy
-    machine the client may already be waiting by then. So "too soon" is judged on
-    ``most`` (from the server's last record before that write: no client can have
-    seen the failure earlier) and "too late" on ``least`` (from the recorded end).
-    """
+    """The wait before retry ``n`` (1-based) of a call, bounded from both sides by the
+    kit's one measurement of a wait (``conformance._timing.wait_between``): "too soon"
+    is judged on ``most``, "too late" on ``least``."""
 
     n: int
     prev: _Look
     nxt: _Look
+    noise: Noise
+
+    @property
+    def _wait(self) -> Wait:
+        return wait_between(self.prev.a, self.nxt.a, self.noise)
 
     @property
     def most(self) -> float:
-        return self.nxt.a.arrived_at - _seen_from(self.prev.a)
+        return self._wait.most
 
     @property
     def least(self) -> float:
-        a = self.prev.a
-        return self.nxt.a.arrived_at - (a.ended_at if a.ended_at is not None else _seen_from(a))
-
-
-def _seen_from(a: Attempt) -> float:
-    """The earliest a client can have seen how ``a`` ended: the server's last record
-    before its final write (a plain response's headers, a stream's last event)."""
-    times = [a.arrived_at]
-    if a.headers_at is not None:
-        times.append(a.headers_at)
-    if a.events:
-        times.append(a.events[-1].at)
-    return max(times)
+        return self._wait.least

@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator, Sequence
 
-from conformance._checks import LOWER_BOUND_SLACK, UPPER_BOUND_SLACK
 from conformance._verdict._calls import _Inputs, _Look, _Wait
 from conformance._verdict._judges_breaker import _breaker_threshold
 from conformance._verdict._result import Finding, _finding
@@ -100,7 +99,7 @@ def _envelope(ins: _Inputs) -> Iterator[Finding]:
         for wait in _backoff_delays(ins, looks):
             n, nxt = wait.n, wait.nxt
             low, high = backoff.envelope(n)
-            if wait.most < low - LOWER_BOUND_SLACK or wait.least > high + UPPER_BOUND_SLACK:
+            if wait.most < low or wait.least > high:  # each carries its slack
                 shown = wait.most if wait.most < low else wait.least
                 yield _finding(
                     "V-BACKOFF-ENVELOPE",

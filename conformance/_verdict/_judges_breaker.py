@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance._checks import LOWER_BOUND_SLACK
-from conformance._verdict._calls import _Inputs, _Look, _seen_from
+from conformance._timing import seen_from, span
+from conformance._verdict._calls import _Inputs, _Look
 from conformance._verdict._result import Finding, _finding
 from conformance._verdict._rules import FindingLevel
 
@@ -58,8 +58,9 @@ def _hammering(ins: _Inputs) -> Iterator[Finding]:
         run: list[_Look] = []
         for look in (x for x in ins.looks if x.a.path == path):
             if len(run) >= threshold:
-                pause = look.a.arrived_at - _seen_from(run[-1].a)  # at most this long
-                if pause < cooldown - LOWER_BOUND_SLACK:
+                gap = span(seen_from(run[-1].a), look.a.arrived_at, ins.noise)
+                pause = gap.measured  # at most this long
+                if gap.most < cooldown:
                     yield _finding(
                         "V-BREAKER-NO-PAUSE",
                         [*(x.seq for x in run), look.seq],

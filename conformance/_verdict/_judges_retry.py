@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from conformance._checks import LOWER_BOUND_SLACK
 from conformance._verdict._calls import _Inputs, _Look
 from conformance._verdict._judges_breaker import _breaker_threshold, _failures_before
 from conformance._verdict._result import Finding, _finding
@@ -58,7 +57,7 @@ def _retry_after_ignored(ins: _Inputs) -> Iterator[Finding]:
             if prev.hint is None:
                 continue
             wanted = min(prev.hint, cap)
-            if delay < wanted - LOWER_BOUND_SLACK:
+            if delay < wanted:  # ``most`` carries the lower-bound slack
                 yield _finding(
                     "V-RETRY-AFTER-IGNORED",
                     (prev.seq, nxt.seq),

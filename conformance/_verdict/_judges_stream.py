@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from conformance._checks import UPPER_BOUND_SLACK
 from conformance._verdict._calls import _in_band_error, _Inputs, _Look
 from conformance._verdict._result import Finding, _finding
 from fake_servers._script import Stream
@@ -105,9 +104,10 @@ def _sat_through(ins: _Inputs) -> Iterator[Finding]:
         start, silence = measured
         limit, what = _stall_threshold(ins, step)
         closed = look.a.end == "client_closed" and look.a.ended_at is not None
-        if closed and (look.a.ended_at or 0.0) - start <= limit + UPPER_BOUND_SLACK:
+        slack = ins.noise.worst_slack()
+        if closed and (look.a.ended_at or 0.0) - start <= limit + slack:
             continue  # abandoned in time
-        if silence <= limit + UPPER_BOUND_SLACK:
+        if silence <= limit + slack:
             continue
         still = " and is still connected" if look.a.end is None else ""
         yield _finding(
@@ -122,7 +122,8 @@ def _not_closed(ins: _Inputs) -> Iterator[Finding]:
     mark = ins.stopped_reading_at
     if mark is None:
         return
-    deadline = mark + UPPER_BOUND_SLACK
+    slack = ins.noise.worst_slack()
+    deadline = mark + slack
     for look in ins.looks:
         a = look.a
         if a.arrived_at > mark or (a.ended_at is not None and a.ended_at <= deadline):
@@ -138,7 +139,7 @@ def _not_closed(ins: _Inputs) -> Iterator[Finding]:
             "V-CANCEL-NOT-CLOSED",
             (a.seq,),
             f"the app stopped reading; #{a.seq} {how} (the close was due within "
-            f"{UPPER_BOUND_SLACK:g} s), the server sent {look.chunks} chunk(s) in all",
+            f"{slack:g} s), the server sent {look.chunks} chunk(s) in all",
         )
 
 

@@ -33,16 +33,17 @@ from conformance._case import (
     register,
 )
 from conformance._checks import (
-    LOWER_BOUND_SLACK,
-    UPPER_BOUND_SLACK,
+    REACTION_DEADLINE,
     all_of,
     answer,
     delivered_exactly,
     ended_with_done,
     ended_with_error,
     http_attempts,
+    judged,
 )
 from conformance._evidence import Evidence
+from conformance._timing import AT_ONCE, Noise, at_once, decide, span
 from conformance.cases._common import (
     BASE_SLACK,
     PATH,
@@ -66,7 +67,7 @@ CANARY = PATH + "/canary"
 FAST_COOLDOWN = 0.25  # the tuned cooldown of the cases that must wait one out
 WAITERS = 10  # streams waiting on one breaker for its half-open probe
 WAVE_DELAY = 0.1  # the waiters' answers are this late: all of them are in flight first
-STEADY_COOLDOWN = 2 * UPPER_BOUND_SLACK  # a canary surely starts within it
+STEADY_COOLDOWN = 1.0  # a canary surely starts within it
 STEADY_WINDOW = 30.0  # the seed library's real window: a whole scenario fits in one
 
 
@@ -166,16 +167,18 @@ def _count(ev: Evidence, path: str, n: int, why: str, stream: str | None = None)
     return Outcome.failed(want, f"{got} request(s){tail}")
 
 
-def _quiet_before(atts: Sequence[Attempt], i: int, cooldown: float, why: str) -> Outcome:
+def _quiet_before(
+    atts: Sequence[Attempt], i: int, cooldown: float, why: str, noise: Noise
+) -> Outcome:
     """Request ``i`` (0-based) came at least a cooldown after request ``i-1`` arrived: the
-    client cannot know how a request went before the server received it."""
+    client cannot know how a request went before the server received it. The flaw is
+    no cooldown at all: half of one early is surely it."""
     want = f"no request for the {cooldown:.3f}s cooldown after request {i} failed ({why})"
     if len(atts) <= i:
         return Outcome.failed(want, f"{len(atts)} request(s): no probe after the cooldown")
-    gap = atts[i].arrived_at - atts[i - 1].arrived_at
-    if gap >= cooldown - LOWER_BOUND_SLACK:
-        return Outcome.passed(want, f"the next request came {gap:.3f}s later")
-    return Outcome.failed(want, f"request {i + 1} came {gap:.3f}s after request {i}")
+    gap = span(atts[i - 1].arrived_at, atts[i].arrived_at, noise)
+    seen = f"request {i + 1} came {gap.measured:.3f}s after request {i}"
+    return judged(decide(gap, cooldown, math.inf, cooldown / 2), want, seen, noise)
 
 
 def _answered_once(ev: Evidence, path: str, stream: str = "s1") -> Outcome:
@@ -209,7 +212,7 @@ def _check_opens(ev: Evidence, policy: ClientPolicy) -> Outcome:
     k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
     atts = http_attempts(ev, PATH)
     return all_of(
-        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures", ev.noise),
         _count(ev, PATH, k + 1, f"{k} failures, then one probe that succeeds"),
         _answered_once(ev, PATH),
     )
@@ -219,8 +222,8 @@ def _check_reopens(ev: Evidence, policy: ClientPolicy) -> Outcome:
     k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
     atts = http_attempts(ev, PATH)
     return all_of(
-        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
-        _quiet_before(atts, k + 1, cooldown, "the failed probe re-opened it"),
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures", ev.noise),
+        _quiet_before(atts, k + 1, cooldown, "the failed probe re-opened it", ev.noise),
         _count(ev, PATH, k + 2, f"{k} failures, a failed probe, a probe that succeeds"),
         _answered_once(ev, PATH),
     )
@@ -270,13 +273,16 @@ def _check_single_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
         return Outcome.failed(want, "no request after the first failures: no probe")
     tripped = min(a.arrived_at for a in first)  # no failure is known before it
     probe = retries[0]
-    waited = probe.arrived_at - tripped
+    waited = span(tripped, probe.arrived_at, ev.noise)
     cooldown = policy.breaker.cooldown
-    if waited < cooldown - LOWER_BOUND_SLACK:
-        return Outcome.failed(
-            f"no request for the {cooldown:.3f}s cooldown after the breaker opened",
-            f"a retry came {waited:.3f}s after the first request",
-        )
+    quiet = judged(
+        decide(waited, cooldown, math.inf, cooldown / 2),
+        f"no request for the {cooldown:.3f}s cooldown after the breaker opened",
+        f"a retry came {waited.measured:.3f}s after the first request",
+        ev.noise,
+    )
+    if not quiet.ok:
+        return quiet
     end = probe.ended_at if probe.ended_at is not None else math.inf
     crowd = [a for a in retries[1:] if a.arrived_at <= end]
     if crowd:
@@ -289,7 +295,7 @@ def _check_single_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
             ),
         )
     return Outcome.passed(
-        want, f"one probe {waited:.3f}s after the first request, {len(first)} waiting"
+        want, f"one probe {waited.measured:.3f}s after the first request, {len(first)} waiting"
     )
 
 
@@ -338,7 +344,7 @@ def _check_closes(ev: Evidence, policy: ClientPolicy) -> Outcome:
     k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
     atts = http_attempts(ev, PATH)
     return all_of(
-        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures"),
+        _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures", ev.noise),
         _check_then_canary(lambda k: k + 1, "failures, then the probe that succeeds")(ev, policy),
     )
 
@@ -361,7 +367,7 @@ async def _play_fail_fast(ctx: CaseContext) -> None:
     )
     # The client books the k-th failure when it reads the answer: a reported
     # breaker_open state says it did; otherwise allow it the usual slack.
-    await ctx.wait_until(lambda: _reported_open(ctx), UPPER_BOUND_SLACK)
+    await ctx.wait_until(lambda: _reported_open(ctx), REACTION_DEADLINE)
     ctx.start(_request(ctx, "s2", OTHER))
     await ctx.wait_ended("s2", retry_budget(p, 1, waits=p.breaker.cooldown))
     await ctx.cancel("s1")
@@ -407,17 +413,19 @@ async def _play_midstream(ctx: CaseContext) -> None:
     await ctx.wait_ended("canary", retry_budget(p, 1, waits=p.breaker.cooldown))
 
 
-def _prompt_canary(ev: Evidence, last_stream: str) -> Outcome:
-    """The canary reached the server within the slack after the last stream failed."""
-    want = f"the canary reaches the server at once (within {UPPER_BOUND_SLACK}s)"
+def _prompt_canary(ev: Evidence, last_stream: str, cooldown: float) -> Outcome:
+    """The canary reached the server at once after the last stream failed: an open
+    breaker would have held it a cooldown (the flaw, half of which is surely it)."""
+    want = f"the canary reaches the server at once (within {AT_ONCE * cooldown / 2:.3f}s)"
     last = ev.outcome(last_stream)
     canary = http_attempts(ev, CANARY)
     if last is None or not canary:
         return Outcome.failed(want, f"{last_stream} never ended" if canary else "no request")
     delay = canary[0].arrived_at - last.at
-    if delay <= UPPER_BOUND_SLACK:
-        return Outcome.passed(want, f"after {delay:.3f}s")
-    return Outcome.failed(want, f"it came {delay:.3f}s after {last_stream} failed")
+    seen = f"it came {delay:.3f}s after {last_stream} failed"
+    return judged(
+        at_once(last.at, canary[0].arrived_at, ev.noise, cooldown / 2), want, seen, ev.noise
+    )
 
 
 def _check_midstream(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -426,7 +434,7 @@ def _check_midstream(ev: Evidence, policy: ClientPolicy) -> Outcome:
         _count(ev, PATH, n, f"{n} streams, each failing after its first chunks, never retried"),
         *(ended_with_error(ev, stream=_midstream_name(i)) for i in range(1, n + 1)),
         _admitted(ev, "canary", CANARY),
-        _prompt_canary(ev, _midstream_name(n)),
+        _prompt_canary(ev, _midstream_name(n), policy.breaker.cooldown),
     )
 
 

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from conformance._case import Case, CaseContext, Check, Level, Outcome, Play, register
-from conformance._checks import UPPER_BOUND_SLACK, all_of
+from conformance._checks import REACTION_DEADLINE, all_of, judged, reaction_resolution
 from conformance._evidence import Evidence
+from conformance._timing import Noise, at_once
 from conformance.cases._common import PATH, Transport, request_for, retry_budget, settle_time
 from conformance.cases.offline import mark, marked
 from conformance.reference._config import ClientPolicy
@@ -32,25 +33,30 @@ CANCEL = "cancel() signalled"
 FIRST_CHUNK_DEADLINE = 2.0
 
 
-def closed_by_client_within(attempt: Attempt, at: float, limit: float) -> Outcome:
-    """The client closed ``attempt`` no later than ``limit`` seconds after ``at``.
+def closed_by_client_within(
+    attempt: Attempt, at: float, noise: Noise, resolution: float
+) -> Outcome:
+    """The client closed ``attempt`` at once after ``at`` (``conformance._timing.at_once``).
 
     Args:
         attempt: The attempt that was open when the consumer stopped.
         at: When the consumer stopped (the kit's mark, or its last chunk).
-        limit: The bound.
+        noise: The harness lag measured during the case.
+        resolution: The lateness that is a flaw.
 
     Returns:
         The outcome, with how long the close took.
     """
-    want = f"the server sees the client close the stream within {limit:.3f}s"
+    want = (
+        f"the server sees the client close the stream at once (within {resolution / 4:.3f}s, "
+        "plus the measured harness lag)"
+    )
     if attempt.end != "client_closed" or attempt.ended_at is None:
         ended = {"completed": "the answer was read to its end"}.get(attempt.end or "", attempt.end)
         return Outcome.failed(want, f"attempt {attempt.seq} ended: {ended or 'never'}")
     took = attempt.ended_at - at
-    if took > limit:
-        return Outcome.failed(want, f"closed {took:.3f}s after the consumer stopped")
-    return Outcome.passed(want, f"closed {max(took, 0.0):.3f}s after the consumer stopped")
+    seen = f"closed {max(took, 0.0):.3f}s after the consumer stopped"
+    return judged(at_once(at, attempt.ended_at, noise, resolution), want, seen, noise)
 
 
 def _no_retry(ev: Evidence) -> Outcome:
@@ -64,16 +70,16 @@ def _check_break(ev: Evidence, policy: ClientPolicy) -> Outcome:
     if len(chunks) < K or not ev.attempts:
         return Outcome.failed(f"{K} chunks reach the consumer", f"{len(chunks)} chunk(s)")
     stopped = chunks[K - 1].at
-    return all_of(
-        closed_by_client_within(ev.attempts[0], stopped, UPPER_BOUND_SLACK), _no_retry(ev)
-    )
+    closed = closed_by_client_within(ev.attempts[0], stopped, ev.noise, reaction_resolution(policy))
+    return all_of(closed, _no_retry(ev))
 
 
 def _check_cancel(ev: Evidence, policy: ClientPolicy) -> Outcome:
     at = marked(ev, CANCEL)
     if at is None or not ev.attempts:
         return Outcome.failed("a stream open when the consumer was cancelled", "none")
-    return all_of(closed_by_client_within(ev.attempts[0], at, UPPER_BOUND_SLACK), _no_retry(ev))
+    closed = closed_by_client_within(ev.attempts[0], at, ev.noise, reaction_resolution(policy))
+    return all_of(closed, _no_retry(ev))
 
 
 async def _play_break(ctx: CaseContext) -> None:
@@ -90,7 +96,7 @@ def _play_cancel(ready: Callable[[CaseContext], bool], *steps: Stream) -> Play:
         await ctx.wait_until(lambda: ready(ctx), FIRST_CHUNK_DEADLINE)
         mark(ctx, CANCEL)
         await ctx.cancel("s1")
-        await ctx.wait_until(lambda: _attempts_ended(ctx), UPPER_BOUND_SLACK + 0.5)
+        await ctx.wait_until(lambda: _attempts_ended(ctx), 2 * REACTION_DEADLINE)
         await ctx.hold(settle_time(ctx.policy))
 
     return play

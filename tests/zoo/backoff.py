@@ -36,6 +36,21 @@ constant_delay = _policy_mutant(
     lambda p: replace(p, backoff=replace(p.backoff, caps=((1, p.backoff.base),))),
 )
 
+# Every instance waits exactly the middle of the first delay range, always: no jitter,
+# no growth. Staggered by the harness, such a herd must still fail (issue 16).
+fixed_delay = _policy_mutant(
+    "fixed_delay",
+    lambda p: replace(
+        p,
+        backoff=replace(
+            p.backoff,
+            family="none",
+            base=p.backoff.base * 1.25,
+            caps=((1, p.backoff.base * 1.25),),
+        ),
+    ),
+)
+
 
 # -- the retry bookkeeping ------------------------------------------------------------------
 
@@ -148,4 +163,5 @@ MUTANTS: dict[str, Expectation] = {
     "count_never_resets": Expectation("SC-BACKOFF-5 or SC-BACKOFF-6"),
     "retry_after_only_when_shorter": Expectation("SC-BACKOFF-7 or SC-BACKOFF-8"),
     "herd_in_lockstep": Expectation("SC-BACKOFF-11"),
+    "fixed_delay": Expectation("SC-BACKOFF-9 or SC-BACKOFF-10 or SC-BACKOFF-11"),
 }

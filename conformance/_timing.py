@@ -1,0 +1,300 @@
+"""The kit's timing model: its own measured noise, and the one measurement of a wait.
+
+Every timing check compares an interval of possible true values with a bound. The
+interval comes from the ledger's stamps and the lag the harness measured in its own
+event loops while the case ran (``fake_servers._noise``): a stamp can be late by as
+much as the loop that took it was late, never early. So a wait's interval runs from
+what was measured minus the harness's share (``least``) to what the server's stamps
+allow at most (``most``), and a check:
+
+- FAILs only when the whole interval lies outside the bound (the client, not the
+  kit, broke it);
+- PASSes when the interval meets the bound and its noise is within what the check
+  can absorb (``resolution``: the smallest flaw the check exists to catch);
+- is undecidable otherwise: the runner re-judges the case at a coarser scale, and
+  says INCONCLUSIVE if that does not help (docs/timing.md).
+
+Pure: records in, numbers out. The same functions serve the conformance cases and
+the app-level verdict.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fake_servers import Attempt
+from fake_servers._noise import PROBE_INTERVAL
+
+__all__ = [
+    "AT_ONCE",
+    "LAG_FACTOR",
+    "LOWER_FLOOR",
+    "PATH_FLOOR",
+    "UNMEASURED_SLACK",
+    "Decision",
+    "LagSeries",
+    "Noise",
+    "Wait",
+    "at_once",
+    "decide",
+    "describe_waits",
+    "ms",
+    "seen_from",
+    "span",
+    "wait_between",
+    "wait_from",
+]
+
+# What a correct client's wait carries on a quiet machine beyond its own delay: the
+# answer crossing the proxy, the client reading it, its timer, the next request
+# crossing back (measured: median 3-6 ms, p99.9 12 ms with 50 clients in one loop;
+# docs/timing.md). Added to every upper bound, with the measured lag on top.
+PATH_FLOOR = 0.015
+# Lower bounds: a stamp taken after a write returned can trail the bytes the client
+# already acted on by the clock's granularity plus the server loop's measured lag.
+LOWER_FLOOR = 0.002
+# The probes see a block only at their wake-ups, and a loop starved of CPU delays
+# work by more than one wake-up's lateness: the measured lag counts half again.
+LAG_FACTOR = 1.5
+# When nothing was measured (hand-built evidence, an app-level verdict without
+# probes): the old constant, stated, and wide enough for a loaded machine.
+UNMEASURED_SLACK = 0.5
+# How far around a moment a block still delays what happens at it.
+_REACH = 2 * PROBE_INTERVAL
+
+Decision = Literal["in", "out", "unsure"]
+
+
+@dataclass(frozen=True)
+class LagSeries:
+    """One probe's wake-ups: when each was due, how late it came (seconds)."""
+
+    source: str
+    due: tuple[float, ...]
+    lag: tuple[float, ...]
+
+    @classmethod
+    def from_rows(cls, source: str, rows: Iterable[tuple[float, float]]) -> LagSeries:
+        ordered = sorted(rows)
+        return cls(source, tuple(d for d, _ in ordered), tuple(max(0.0, w - d) for d, w in ordered))
+
+    def worst(self, start: float, end: float) -> float:
+        """The largest lag of a wake-up that was pending at any time in [start, end]."""
+        if not self.due:
+            return 0.0
+        longest = max(self.lag)
+        lo = bisect.bisect_left(self.due, start - longest - _REACH)
+        hi = bisect.bisect_right(self.due, end + _REACH)
+        worst = 0.0
+        for i in range(lo, hi):
+            due, lag = self.due[i], self.lag[i]
+            if due - _REACH <= end and due + lag + _REACH >= start:
+                worst = max(worst, lag)
+        return worst
+
+    def summary(self) -> dict[str, float]:
+        if not self.lag:
+            return {"samples": 0}
+        ordered = sorted(self.lag)
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        return {
+            "samples": len(ordered),
+            "p50": round(statistics.median(ordered), 6),
+            "p99": round(p99, 6),
+            "max": round(ordered[-1], 6),
+        }
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The lag the harness measured in its own loops while a case ran."""
+
+    series: tuple[LagSeries, ...] = ()
+
+    @classmethod
+    def from_ledger(cls, lags: Mapping[str, Iterable[tuple[float, float]]]) -> Noise:
+        return cls(tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items())))
+
+    @property
+    def measured(self) -> bool:
+        return any(s.due for s in self.series)
+
+    def lag(self, start: float, end: float | None = None) -> float:
+        """The harness's possible delay of anything that crossed its loops in [start, end]:
+        the worst lag of each loop there, summed (one path crosses them in turn)."""
+        end = start if end is None else end
+        return sum(s.worst(start, end) for s in self.series)
+
+    def source_lag(self, source: str, start: float, end: float | None = None) -> float:
+        end = start if end is None else end
+        return sum(s.worst(start, end) for s in self.series if s.source == source)
+
+    def upper_slack(self, *moments: tuple[float, float]) -> float:
+        """Allowance above an upper bound for a path that crossed the loops at ``moments``
+        (each a (start, end) window): the quiet floor plus the measured lag."""
+        if not self.measured:
+            return UNMEASURED_SLACK
+        return PATH_FLOOR + LAG_FACTOR * sum(self.lag(a, b) for a, b in moments)
+
+    def worst_slack(self) -> float:
+        """``upper_slack`` for a moment not known: the worst lag of the whole case."""
+        if not self.measured:
+            return UNMEASURED_SLACK
+        return PATH_FLOOR + LAG_FACTOR * sum(max(s.lag, default=0.0) for s in self.series)
+
+    def lower_slack(self, stamp: float) -> float:
+        """Allowance below a lower bound measured from a server stamp taken at ``stamp``."""
+        return LOWER_FLOOR + LAG_FACTOR * self.source_lag("server", stamp)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {s.source: s.summary() for s in self.series}
+
+    def headline(self) -> str:
+        """One line for failure texts: each loop's p99 and worst lag."""
+        if not self.measured:
+            return "harness lag not measured"
+        parts = []
+        for source, stats in self.summary().items():
+            if stats.get("samples"):
+                p99, worst = stats["p99"] * 1000, stats["max"] * 1000
+                parts.append(f"{source} loop p99 {p99:.1f} ms, max {worst:.1f} ms")
+        return "harness lag: " + "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        late = {
+            s.source: [
+                [round(d, 6), round(g, 6)] for d, g in zip(s.due, s.lag, strict=True) if g >= 0.002
+            ]
+            for s in self.series
+        }
+        return {"summary": self.summary(), "late_wakeups": late}
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How long a client itself waited, as an interval the true value lies in.
+
+    ``least``: measured from the end of what it reacted to, less the harness's share
+    (quiet path floor plus measured lag). ``most``: measured from the server's stamp of
+    the earliest moment the client could have reacted, plus the lower-bound slack.
+    ``measured``: the raw gap, for the report. ``known``: the noise was measured; when
+    it was not (hand-built evidence, app-level tests) the stated unmeasured slacks
+    apply and nothing is undecidable.
+    """
+
+    least: float
+    most: float
+    measured: float
+    known: bool = True
+
+    @property
+    def noise(self) -> float:
+        return max(0.0, self.measured - self.least)
+
+
+def wait_from(
+    reacted_after: float,
+    reacted_at_most_after: float,
+    next_at: float,
+    noise: Noise,
+) -> Wait:
+    """The wait between a failure and the next attempt, from any pair of stamps.
+
+    Args:
+        reacted_after: The latest stamp the failure can be said to be complete at (the
+            end of the failed attempt, a cut connection's close).
+        reacted_at_most_after: The earliest moment the client could have seen the
+            failure (the failed request's arrival plus any scripted hold).
+        next_at: The next attempt's arrival.
+        noise: What the harness measured meanwhile.
+    """
+    measured = next_at - reacted_after
+    slack = noise.upper_slack(
+        (reacted_after - _REACH, reacted_after + _REACH), (next_at - _REACH, next_at)
+    )
+    least = measured - slack
+    most = next_at - reacted_at_most_after + noise.lower_slack(reacted_at_most_after)
+    return Wait(min(least, most), most, measured, noise.measured)
+
+
+def seen_from(a: Attempt) -> float:
+    """The earliest a client can have seen how ``a`` ended: the server's last record
+    before its final write (a plain response's headers, a stream's last event)."""
+    times = [a.arrived_at]
+    if a.headers_at is not None:
+        times.append(a.headers_at)
+    if a.events:
+        times.append(a.events[-1].at)
+    return max(times)
+
+
+def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -> Wait:
+    """How long the client waited between the failed attempt ``prev`` and ``nxt``.
+
+    The one measurement of a wait: the backoff cases, the retry cases and the
+    app-level verdict all call it.
+
+    Args:
+        prev: The failed attempt.
+        nxt: The attempt after it.
+        noise: The harness's lag measured meanwhile.
+        held: Seconds the script held ``prev``'s answer back (``Respond.delay``).
+    """
+    earliest = max(prev.arrived_at + held, seen_from(prev))
+    end = prev.ended_at if prev.ended_at is not None else earliest
+    return wait_from(end, earliest, nxt.arrived_at, noise)
+
+
+def decide(wait: Wait, low: float, high: float, resolution: float) -> Decision:
+    """Where a wait lies against [low, high], for a check whose flaw is ``resolution``.
+
+    ``out`` when the whole interval lies outside: the client broke the bound whatever
+    the harness did. ``unsure`` when the interval also reaches a flaw's size past a
+    bound (``high + resolution``, or ``low - resolution`` where a wait that short can
+    exist): the measured noise could hide the flaw. ``in`` otherwise: the client may be
+    off by less than the check's flaw size, which the check does not judge.
+    """
+    if wait.least > high or wait.most < low:
+        return "out"
+    if not wait.known:
+        return "in"
+    if wait.most >= high + resolution:
+        return "unsure"
+    if low - resolution >= 0 and wait.least <= low - resolution:
+        return "unsure"
+    return "in"
+
+
+# A prompt reaction ("at once") may take a quarter of the flaw the check catches.
+AT_ONCE = 0.25
+
+
+def at_once(start: float, end: float, noise: Noise, resolution: float) -> Decision:
+    """A reaction from ``start`` to a server stamp ``end`` was prompt: within AT_ONCE of
+    ``resolution`` (the smallest lateness that is the flaw, e.g. a backoff waited out)."""
+    return decide(span(start, end, noise), -math.inf, AT_ONCE * resolution, resolution)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def describe_waits(waits: Sequence[Wait]) -> str:
+    return ", ".join(f"{w.measured * 1000:.0f}" for w in waits)
+
+
+def span(start: float, end: float, noise: Noise) -> Wait:
+    """A duration between two server-side stamps, as an interval.
+
+    The end stamp can trail what ended by the lag around it (``least`` takes the quiet
+    path floor and that lag off); the start stamp can trail what started by the
+    server's lag (``most`` adds the lower-bound slack).
+    """
+    measured = end - start
+    least = measured - noise.upper_slack((end - _REACH, end))
+    return Wait(least, measured + noise.lower_slack(start), measured, noise.measured)

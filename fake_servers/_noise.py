@@ -1,0 +1,76 @@
+"""How late the kit's own event loops run: the harness's noise, measured while it works.
+
+A ``LagProbe`` is a task that sleeps ``PROBE_INTERVAL`` at a time on one event loop
+and records, for every wake-up, when it was due and how late it came. A loop that
+is blocked, starved of CPU or waiting for the GIL wakes its probe late by as much as
+it delays every timer and every read on it, so the records bound the harness's share
+of any timing the kit measures there. The records go into the ledger (source
+``server``, ``proxy``, ``client``), cleared with it, so the noise of a case is
+evidence like its attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from fake_servers._clock import now
+
+if TYPE_CHECKING:
+    from fake_servers._ledger import Ledger
+
+__all__ = ["PROBE_INTERVAL", "LagProbe"]
+
+# 5 ms: short against the waits the cases judge (tens of ms at test timing and up),
+# cheap enough to run on three loops at once (about 600 wake-ups a second in all).
+PROBE_INTERVAL = 0.005
+
+
+class LagProbe:
+    """Records how late one event loop wakes: start and stop it from any thread."""
+
+    def __init__(self, ledger: Ledger, source: str, interval: float = PROBE_INTERVAL) -> None:
+        self._ledger = ledger
+        self.source = source
+        self.interval = interval
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the probe on ``loop`` (from any thread); a second start is a no-op."""
+        if self._loop is not None:
+            return
+        self._loop = loop
+        loop.call_soon_threadsafe(self._begin)
+
+    def stop(self) -> None:
+        """Stop probing (from any thread); idempotent, safe after the loop ended."""
+        loop, self._loop = self._loop, None
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop stopped meanwhile
+            loop.call_soon_threadsafe(self._cancel)
+
+    def cancel_now(self) -> None:
+        """On the probe's own loop: cancel at once (for a loop that is shutting down)."""
+        self._loop = None
+        self._cancel()
+
+    def _begin(self) -> None:
+        if self._loop is not None and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _cancel(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    async def _run(self) -> None:
+        due = now() + self.interval
+        while True:
+            await asyncio.sleep(max(0.0, due - now()))
+            woke = now()
+            self._ledger.record_lag(self.source, due, woke)
+            # No backlog: after a long block the next wake-up is due one interval on.
+            due = max(due + self.interval, woke + self.interval / 2)
