@@ -52,6 +52,15 @@ class LagProbe:
         with contextlib.suppress(RuntimeError):  # the loop stopped meanwhile
             loop.call_soon_threadsafe(self._cancel)
 
+    async def aclose(self) -> None:
+        """On the probe's own loop: stop it and wait until its task has ended."""
+        self._loop = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     def cancel_now(self) -> None:
         """On the probe's own loop: cancel at once (for a loop that is shutting down)."""
         self._loop = None

@@ -248,7 +248,9 @@ class SuiteRunner:
         self._loop = self._thread = None
         if loop is None or thread is None:
             return
-        self._client_lag.stop()
+        probe = asyncio.run_coroutine_threadsafe(self._client_lag.aclose(), loop)
+        with contextlib.suppress(Exception):  # a blocked loop: the probe dies with it
+            probe.result(1.0)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5.0)
         if not thread.is_alive():

@@ -433,6 +433,15 @@ def _span_tune(target: float) -> Callable[[ClientPolicy], ClientPolicy]:
 # -- row 1: every delay inside its envelope ------------------------------------------------
 
 ENVELOPE_RETRIES = 5  # reaches the first cap at the seed's numbers
+# Retry 1's envelope ends at least this late (the backoff scaled up if needed, keeping
+# its ratios): envelopes of a few milliseconds sit inside the harness's own quiet path
+# (PATH_FLOOR), where a doubled jitter or a missing cap cannot show.
+ENVELOPE_FIRST_HIGH = 0.03
+
+
+def _envelope_tune(policy: ClientPolicy) -> ClientPolicy:
+    high = policy.backoff.envelope(1)[1]
+    return _quiet(_scaled(policy, max(1.0, ENVELOPE_FIRST_HIGH / high) if high > 0 else 1.0))
 
 
 def _envelope_retries(policy: ClientPolicy) -> int:
@@ -469,7 +478,7 @@ def _envelope(transport: Transport) -> Case:
         play=_play_envelope,
         check=_check_envelope,
         applies=lambda p, t: None if _envelope_retries(p) >= 1 else "the profile never retries",
-        tune=_quiet,
+        tune=_envelope_tune,
     )
 
 

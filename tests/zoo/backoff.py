@@ -141,6 +141,31 @@ class retry_after_only_when_shorter(_RetryMutant):
         return _HintClient(self._policy, rng=rng, on_state=self._on_state(key))
 
 
+class _TripleJitter(RetryState):
+    """0-200 % jitter on top of the capped exponential, where the profile says 0-50 %."""
+
+    def _delay(self, failure: Failure, now_epoch: float) -> float:
+        exp = self.policy.backoff.exponential(max(1, self.attempts))
+        return exp + self._rng.random() * exp * 2.0
+
+
+class _TripleJitterClient(StreamingClient):
+    def stream(self, url: str, **kwargs: Any) -> EventStream:
+        stream = super().stream(url, **kwargs)
+        stream._retry = _TripleJitter(self.policy, self._rng)
+        return stream
+
+
+class jitter_200(_RetryMutant):
+    """Adds 0-200 % jitter instead of the declared 0-50 %: every envelope's end is
+    overshot by up to twice its width (issue 16: slack must not hide it)."""
+
+    name = "jitter_200"
+
+    def make_client(self, rng: random.Random, key: str) -> StreamingClient:
+        return _TripleJitterClient(self._policy, rng=rng, on_state=self._on_state(key))
+
+
 # -- randomness shared by the herd -------------------------------------------------------------
 
 
@@ -157,6 +182,7 @@ class herd_in_lockstep(_RetryMutant):
 MUTANTS: dict[str, Expectation] = {
     "no_jitter": Expectation("SC-BACKOFF-9 or SC-BACKOFF-10"),
     "jitter_too_wide": Expectation("SC-BACKOFF-9 or SC-BACKOFF-10"),
+    "jitter_200": Expectation("SC-BACKOFF-1 or SC-BACKOFF-2 or SC-BACKOFF-3 or SC-BACKOFF-4"),
     "no_cap": Expectation("SC-BACKOFF-3 or SC-BACKOFF-4"),
     "caps_never_widen": Expectation("SC-BACKOFF-3 or SC-BACKOFF-4"),
     "constant_delay": Expectation("SC-BACKOFF-2"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import replace
 from typing import Any
@@ -94,6 +95,23 @@ class no_reconnect_on_online(Mutant):
         for client in self._clients.values():
             client._offline = False
             client.breaker.reset()
+
+
+class online_waits_backoff(Mutant):
+    """online() resets the breaker, then lets each stream wait out its capped backoff
+    before reconnecting, instead of going at once."""
+
+    name = "online_waits_backoff"
+
+    async def online(self) -> None:
+        self._offline = False
+        loop = asyncio.get_running_loop()
+        for client in self._clients.values():
+            client._offline = False
+            client.breaker.reset()
+            for stream in list(client._streams):
+                cap = client.policy.backoff.cap(max(1, stream.attempts))
+                loop.call_later(cap, stream._came_online)
 
 
 class online_keeps_breaker(Mutant):
@@ -193,6 +211,7 @@ MUTANTS: dict[str, Expectation] = {
     "retries_stall_after_commit": Expectation("SC-STALL-3"),
     "ignores_offline": Expectation("SC-OFFLINE-1 or SC-OFFLINE-2"),
     "no_reconnect_on_online": Expectation("SC-OFFLINE-3"),
+    "online_waits_backoff": Expectation("SC-OFFLINE-3 or SC-OFFLINE-4"),
     "online_keeps_breaker": Expectation("SC-OFFLINE-5 or SC-OFFLINE-6"),
     "online_keeps_attempts": Expectation("SC-OFFLINE-3 or SC-OFFLINE-4", profile="seed-pipeline"),
     "counts_offline_failures": Expectation("SC-OFFLINE-7 or SC-OFFLINE-8"),

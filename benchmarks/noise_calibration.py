@@ -1,0 +1,109 @@
+"""Check the kit's noise model against the truth the reference client announces.
+
+    python benchmarks/noise_calibration.py --rounds 5                 # quiet machine
+    python benchmarks/noise_calibration.py --rounds 5 --burners 2     # 2 CPU burners beside
+
+The reference client announces every delay it draws (its "retrying" state carries it),
+so for each of the jitter cases' 50 clients the harness's true share of a measured
+wait is known: measured minus announced. The model (``conformance._timing``) claims
+that share is at most ``measured - least``. This prints, per round and in all, how
+often the claim held, the quantiles of the true share and of the model's allowance,
+and how many waits the model called undecidable. A claim that fails is a possible
+false failure: the figure to keep at zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _load import Load, stop_signals  # noqa: E402
+
+from conformance._case import get_case  # noqa: E402
+from conformance._profiles import get_profile  # noqa: E402
+from conformance._timing import wait_between  # noqa: E402
+from pytest_streamcheck._reference import ReferenceAdapter  # noqa: E402
+from pytest_streamcheck._runner import SuiteRunner  # noqa: E402
+
+CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10")
+
+
+def _q(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def one_round(runner: SuiteRunner) -> tuple[list[float], list[float], int, list[str]]:
+    shares: list[float] = []
+    allowances: list[float] = []
+    verdicts: list[str] = []
+    misses = 0
+    for case_id in CASES:
+        result = runner.run(get_case(case_id))
+        verdicts.append(f"{case_id}:{result.verdict.value}")
+        ev = result.evidence
+        if ev is None:
+            continue
+        announced = {
+            d.stream: d.delay
+            for d in ev.deliveries
+            if d.kind == "state" and d.state == "retrying" and d.delay is not None
+        }
+        for i in range(50):
+            atts = [a for a in ev.attempts if a.path == f"/v1/backoff/jitter/{i}"]
+            delay = announced.get(f"j{i}")
+            if len(atts) < 2 or delay is None:
+                continue
+            wait = wait_between(atts[0], atts[1], ev.noise)
+            share = wait.measured - delay
+            allowance = wait.measured - wait.least
+            shares.append(share)
+            allowances.append(allowance)
+            misses += share > allowance or delay > wait.most
+    return shares, allowances, misses, verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--burners", type=int, default=0)
+    args = parser.parse_args()
+    profiles = [get_profile("seed-eventsource"), get_profile("seed-fetch")]
+    all_shares: list[float] = []
+    all_allow: list[float] = []
+    total_misses = 0
+    with stop_signals():
+        load = Load(burners=args.burners)
+        load.start()
+        runner = SuiteRunner(lambda: ReferenceAdapter(seed=7), profiles, seed=7).start()
+        try:
+            for r in range(1, args.rounds + 1):
+                shares, allow, misses, verdicts = one_round(runner)
+                all_shares += shares
+                all_allow += allow
+                total_misses += misses
+                print(
+                    f"round {r}: {len(shares)} waits, harness share p50 "
+                    f"{statistics.median(shares) * 1e3:.1f} ms max {max(shares) * 1e3:.1f} ms; "
+                    f"allowance p50 {statistics.median(allow) * 1e3:.1f} ms; "
+                    f"model missed {misses}; {' '.join(verdicts)}",
+                    flush=True,
+                )
+        finally:
+            runner.close()
+            load.stop()
+    print(
+        f"burners={args.burners}: {len(all_shares)} waits; true harness share p50/p99/max "
+        f"{_q(all_shares, 0.5) * 1e3:.1f}/{_q(all_shares, 0.99) * 1e3:.1f}/"
+        f"{max(all_shares) * 1e3:.1f} ms; model allowance p50/p99 "
+        f"{_q(all_allow, 0.5) * 1e3:.1f}/{_q(all_allow, 0.99) * 1e3:.1f} ms; "
+        f"share beyond allowance: {total_misses}"
+    )
+
+
+if __name__ == "__main__":
+    main()
