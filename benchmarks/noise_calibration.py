@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _load import Load, stop_signals  # noqa: E402
+from _load import Load, stop_signals
 
-from conformance._case import get_case  # noqa: E402
-from conformance._profiles import get_profile  # noqa: E402
-from conformance._timing import wait_between  # noqa: E402
-from pytest_streamcheck._reference import ReferenceAdapter  # noqa: E402
-from pytest_streamcheck._runner import SuiteRunner  # noqa: E402
+from conformance._case import get_case
+from conformance._profiles import get_profile
+from conformance._timing import wait_between
+from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck._runner import SuiteRunner
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10")
 
