@@ -12,12 +12,13 @@ import json
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from conformance.reference._config import (
     BackoffConfig,
     BreakerConfig,
     ClientPolicy,
+    PolicyError,
     RetryMatrix,
 )
 
@@ -33,6 +34,11 @@ __all__ = [
 ]
 
 Timing = Literal["test", "real"]
+TRANSPORTS = ("get", "post")
+# What a profile may claim and still be judged within a case: the suite has to see
+# the stall detected, the breaker open and the client give up.
+MAX_PROFILE_SECONDS = 3600.0  # every duration of the policy, caps included
+MAX_PROFILE_COUNT = 100  # max_attempts, breaker threshold and min_throughput
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,22 @@ class Profile:
     policy: ClientPolicy
     transports: frozenset[str] = field(default_factory=lambda: frozenset({"get", "post"}))
     test_scale: float = 0.02
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise PolicyError("name", f"expected a non-empty string, got {self.name!r}")
+        if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:
+            raise PolicyError("version", f"expected an integer >= 1, got {self.version!r}")
+        _check_transports(self.transports)
+        scale = self.test_scale
+        if not isinstance(scale, int | float) or isinstance(scale, bool) or not 0 < scale <= 1:
+            raise PolicyError("test_scale", f"expected a number in (0, 1], got {scale!r}")
+        if not isinstance(self.policy, ClientPolicy):
+            raise PolicyError("policy", f"expected a ClientPolicy, got {self.policy!r}")
+        try:
+            _check_judgeable(self.policy)
+        except PolicyError as error:
+            raise error.under("policy") from None
 
     @property
     def key(self) -> str:
@@ -68,6 +90,45 @@ class Profile:
 
 class ProfileError(ValueError):
     """A profile name or file that cannot be used; the message says why."""
+
+
+def _check_transports(transports: object) -> None:
+    if not isinstance(transports, frozenset) or not transports <= set(TRANSPORTS):
+        got = sorted(transports) if isinstance(transports, frozenset) else transports
+        raise PolicyError("transports", f"expected a subset of {list(TRANSPORTS)}, got {got!r}")
+    if not transports:
+        raise PolicyError(
+            "transports", f"expected at least one of {list(TRANSPORTS)}: no transport to judge"
+        )
+
+
+def _check_judgeable(policy: ClientPolicy) -> None:
+    """Refuse a claim the suite cannot check within a case (1e308 s stall timeouts)."""
+    durations = {
+        "backoff.base": policy.backoff.base,
+        "breaker.cooldown": policy.breaker.cooldown,
+        "breaker.window": policy.breaker.window,
+        "retry_after_cap": policy.retry_after_cap,
+        "stall_timeout": policy.stall_timeout,
+        "stall_check_interval": policy.stall_check_interval,
+        "connect_timeout": policy.connect_timeout,
+        "first_chunk_timeout": policy.first_chunk_timeout or 0.0,
+        "backoff.caps": max(cap for _, cap in policy.backoff.caps),
+    }
+    for name, seconds in durations.items():
+        if seconds > MAX_PROFILE_SECONDS:
+            expected = f"seconds in (0, {MAX_PROFILE_SECONDS:g}] for a profile"
+            raise PolicyError(name, f"expected {expected}, got {seconds!r}")
+    counts = {
+        "max_attempts": policy.max_attempts or 0,
+        "breaker.threshold": policy.breaker.threshold,
+        "breaker.min_throughput": policy.breaker.min_throughput,
+    }
+    for name, count in counts.items():
+        if count > MAX_PROFILE_COUNT:
+            raise PolicyError(
+                name, f"expected an integer 1..{MAX_PROFILE_COUNT} for a profile, got {count!r}"
+            )
 
 
 _SEED_ARTICLE = "seeds/000 (the seed article)"
@@ -123,44 +184,55 @@ def _latest(name: str) -> str:
 
 
 def load_profile(path: str | Path) -> Profile:
-    """Read a user's profile file (TOML or JSON; the same tree as ``Profile.to_json``)."""
+    """Read a user's profile file (TOML or JSON; the same tree as ``Profile.to_json``).
+
+    Every value is checked here, once: a ``ProfileError`` names the file, the field
+    and the valid range, before any case runs.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
         raw = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ProfileError(f"{path}: cannot read profile: {exc}") from exc
     try:
         return _profile_from_dict(raw)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:  # PolicyError and the shape checks
         raise ProfileError(f"{path}: {exc}") from exc
 
 
-def _profile_from_dict(raw: dict[str, Any]) -> Profile:
+def _profile_from_dict(raw: object) -> Profile:
+    raw = _table(raw, "profile")
     _known(
         raw,
         {"name", "version", "title", "source", "transports", "test_scale", "policy", "base"},
         "profile",
     )
+    if "name" not in raw:
+        raise ValueError("name: required (the profile's name)")
+    name = raw["name"]
     base = get_profile(raw["base"]).policy if "base" in raw else ClientPolicy()
-    policy = policy_from_dict(raw.get("policy", {}), base=base)
-    transports = frozenset(raw.get("transports", ["get", "post"]))
-    if not transports <= {"get", "post"}:
-        raise ValueError(
-            f"transports: expected a subset of ['get', 'post'], got {sorted(transports)}"
-        )
-    scale = float(raw.get("test_scale", 0.02))
-    if not 0 < scale <= 1:
-        raise ValueError(f"test_scale: expected a number in (0, 1], got {scale}")
+    try:
+        policy = policy_from_dict(_table(raw.get("policy", {}), "policy"), base=base)
+        policy = replace(policy, name=name)
+    except PolicyError as error:
+        raise error.under("policy") from None
+    transports = raw.get("transports", list(TRANSPORTS))
     return Profile(
-        name=str(raw["name"]),
-        version=int(raw.get("version", 1)),
-        title=str(raw.get("title", raw["name"])),
+        name=name,
+        version=raw.get("version", 1),
+        title=str(raw.get("title", name)),
         source=str(raw.get("source", "user profile")),
-        policy=replace(policy, name=str(raw["name"])),
-        transports=transports,
-        test_scale=scale,
+        policy=policy,
+        transports=frozenset(transports) if isinstance(transports, list) else transports,
+        test_scale=raw.get("test_scale", 0.02),
     )
+
+
+def _table(raw: object, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a table, got {raw!r}")
+    return raw
 
 
 def policy_to_dict(policy: ClientPolicy) -> dict[str, Any]:
@@ -178,24 +250,43 @@ def policy_from_dict(raw: dict[str, Any], *, base: ClientPolicy | None = None) -
     raw = dict(raw)
     changes: dict[str, Any] = {}
     if "retry" in raw:
-        retry = raw.pop("retry")
-        _known(retry, {f.name for f in fields(RetryMatrix)}, "policy.retry")
-        matrix: dict[str, Any] = {
-            k: frozenset(v) if isinstance(v, list) else v for k, v in retry.items()
-        }
-        changes["matrix"] = replace(base.matrix, **matrix)
+        retry = _section(raw.pop("retry"), RetryMatrix, "retry")
+        matrix = {k: _status_set(k, v) if isinstance(v, list) else v for k, v in retry.items()}
+        changes["matrix"] = _replaced(base.matrix, matrix, "retry")
     if "backoff" in raw:
-        backoff = dict(raw.pop("backoff"))
-        _known(backoff, {f.name for f in fields(BackoffConfig)}, "policy.backoff")
-        if "caps" in backoff:
-            backoff["caps"] = tuple((int(n), float(c)) for n, c in backoff["caps"])
-        changes["backoff"] = replace(base.backoff, **backoff)
+        backoff = _section(raw.pop("backoff"), BackoffConfig, "backoff")
+        if isinstance(backoff.get("caps"), list):
+            backoff["caps"] = tuple(tuple(p) if isinstance(p, list) else p for p in backoff["caps"])
+        changes["backoff"] = _replaced(base.backoff, backoff, "backoff")
     if "breaker" in raw:
-        breaker = raw.pop("breaker")
-        _known(breaker, {f.name for f in fields(BreakerConfig)}, "policy.breaker")
-        changes["breaker"] = replace(base.breaker, **breaker)
+        breaker = _section(raw.pop("breaker"), BreakerConfig, "breaker")
+        changes["breaker"] = _replaced(base.breaker, breaker, "breaker")
     _known(raw, {f.name for f in fields(ClientPolicy)}, "policy")
     return replace(base, **changes, **raw)
+
+
+def _section(raw: object, kind: type, name: str) -> dict[str, Any]:
+    table = _table(raw, f"policy.{name}")
+    _known(table, {f.name for f in fields(kind)}, f"policy.{name}")
+    return dict(table)
+
+
+_Part = TypeVar("_Part", RetryMatrix, BackoffConfig, BreakerConfig)
+
+
+def _replaced(base: _Part, changes: dict[str, Any], name: str) -> _Part:
+    try:
+        return replace(base, **changes)
+    except PolicyError as error:
+        raise error.under(name) from None
+
+
+def _status_set(name: str, values: list[Any]) -> frozenset[Any]:
+    try:
+        return frozenset(values)
+    except TypeError:  # an unhashable item: RetryMatrix names what it expects
+        expected = f"expected HTTP statuses 100..599, got {values!r}"
+        raise PolicyError(f"retry.{name}", expected) from None
 
 
 def _known(raw: dict[str, Any], valid: set[str], where: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -144,6 +145,11 @@ def _profiles(raw: str | None) -> tuple[Profile, ...]:
     from conformance._profiles import ProfileError, get_profile
 
     names = [n.strip() for n in (raw or DEFAULT_PROFILES).split(",") if n.strip()]
+    if not names:  # every case would be UNSUPPORTED: a green run that checked nothing
+        raise pytest.UsageError(
+            f"--streamcheck-profile: no profile in {raw!r}, so no transport to judge; "
+            f"e.g. {DEFAULT_PROFILES}"
+        )
     try:
         return tuple(get_profile(n) for n in names)
     except ProfileError as exc:
@@ -196,6 +202,6 @@ def _positive(raw: str | None, default: float, name: str) -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not (math.isfinite(value) and value > 0):  # nan and inf too: a deadline must be real
         raise pytest.UsageError(f"{name}: expected a positive number of seconds, got {raw!r}")
     return value

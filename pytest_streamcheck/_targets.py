@@ -35,7 +35,10 @@ def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
 
         return lambda: ReferenceAdapter(seed=seed)
     if target.startswith("exec:"):
-        argv = shlex.split(target[len("exec:") :])
+        try:
+            argv = shlex.split(target[len("exec:") :])
+        except ValueError as exc:  # "No closing quotation", "No escaped character"
+            raise TargetError(f"exec: cannot split the command into words: {exc}") from None
         if not argv:
             raise TargetError("exec: needs a command, e.g. exec:node client.mjs")
         from pytest_streamcheck._exec import ExecAdapter

@@ -9,6 +9,7 @@ file descriptor is left behind (threads: the autouse check in conftest.py).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import threading
@@ -20,6 +21,14 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance._profiles import Profile, ProfileError, load_profile
+from conformance.reference._config import (
+    BackoffConfig,
+    BreakerConfig,
+    ClientPolicy,
+    PolicyError,
+    RetryMatrix,
+)
 from fake_servers import (
     Endpoint,
     FakeServer,
@@ -396,3 +405,100 @@ def test_a_multipart_body_of_200k_parts_is_refused_at_once(server: FakeServer) -
     assert took < FAST
     (attempt,) = server.ledger.wait_finished(WAIT)
     assert (attempt.status, attempt.step) == (413, None)
+
+
+# -- profile values: checked once, where they are made, before any case runs --------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[policy]\nmax_attempts = "many"',
+            "policy.max_attempts: expected an integer >= 1, got 'many'",
+        ),
+        ("[policy]\nmax_attempts = -3", "policy.max_attempts: expected an integer >= 1, got -3"),
+        (
+            '[policy.retry]\nnever = ["abc"]',
+            "policy.retry.never: expected HTTP statuses 100..599, got 'abc'",
+        ),
+        (
+            "[policy.retry]\nalways = [700]",
+            "policy.retry.always: expected HTTP statuses 100..599, got 700",
+        ),
+        (
+            "[policy]\nstall_timeout = nan",
+            "policy.stall_timeout: expected seconds > 0 (a finite number), got nan",
+        ),
+        (
+            "[policy]\nstall_timeout = 1e308",
+            "policy.stall_timeout: expected seconds in (0, 3600] for a profile, got 1e+308",
+        ),
+        (
+            '[policy]\nstall_timeout = "eight"',
+            "policy.stall_timeout: expected seconds > 0 (a finite number), got 'eight'",
+        ),
+        (
+            '[policy.backoff]\nfamily = "nope"',
+            "policy.backoff.family: expected one of 'seed', "
+            "'full', 'equal', 'decorrelated', 'none', got 'nope'",
+        ),
+        (
+            "[policy.backoff]\njitter = 5",
+            "policy.backoff.jitter: expected a number in [0, 1], got 5",
+        ),
+        (
+            '[policy.backoff]\ncaps = [["eight", 2]]',
+            "policy.backoff.caps: expected an integer >= 1, got 'eight'",
+        ),
+        (
+            "[policy.breaker]\nthreshold = 0",
+            "policy.breaker.threshold: expected an integer >= 1, got 0",
+        ),
+        (
+            "[policy.breaker]\nratio = 1.5",
+            "policy.breaker.ratio: expected a number in (0, 1], got 1.5",
+        ),
+        (
+            "[policy]\nmax_attempts = 1000000",
+            "policy.max_attempts: expected an integer 1..100 for a profile, got 1000000",
+        ),
+        ('test_scale = "eight"', "test_scale: expected a number in (0, 1], got 'eight'"),
+        (
+            "transports = []",
+            "transports: expected at least one of ['get', 'post']: no transport to judge",
+        ),
+        (
+            'transports = ["get", "ws"]',
+            "transports: expected a subset of ['get', 'post'], got ['get', 'ws']",
+        ),
+    ],
+)
+def test_a_profile_value_out_of_range_is_refused_at_load_naming_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """Each nonsense value of the issue is a ProfileError naming the field and its range."""
+    path = tmp_path / "claim.toml"
+    path.write_text(f'name = "claim"\n{text}\n')
+    with pytest.raises(ProfileError) as caught:
+        load_profile(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_the_policy_values_check_themselves_when_made() -> None:
+    """Built in Python, the same values are refused by the dataclasses' __post_init__."""
+    with pytest.raises(PolicyError, match=r"^jitter: expected a number in \[0, 1\], got 5$"):
+        BackoffConfig(jitter=5)
+    with pytest.raises(PolicyError, match=r"^family: expected one of"):
+        BackoffConfig(family="nope")  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match=r"^threshold: expected an integer >= 1, got 0$"):
+        BreakerConfig(threshold=0)
+    with pytest.raises(PolicyError, match=r"^never: expected HTTP statuses 100..599"):
+        RetryMatrix(never=frozenset({"abc"}))  # type: ignore[arg-type]
+    with pytest.raises(PolicyError, match=r"^stall_timeout: expected seconds > 0"):
+        ClientPolicy(stall_timeout=math.nan)
+    with pytest.raises(PolicyError, match=r"^max_attempts: expected an integer >= 1, got -3$"):
+        ClientPolicy(max_attempts=-3)
+    no_cap = BackoffConfig(caps=((1, math.inf),))  # "no cap" is a policy (the zoo's no_cap)
+    with pytest.raises(PolicyError, match=r"^policy\.backoff\.caps: expected seconds in"):
+        Profile("p", 1, "t", "s", ClientPolicy(backoff=no_cap))  # ...but not a judgeable claim

@@ -150,6 +150,25 @@ BAD: list[tuple[str, str, str]] = [
     ("streamcheck", "no.such.module", "valid targets: reference, exec:COMMAND, module:factory"),
     ("streamcheck_seed", "x", "--streamcheck-seed: 'x' is not an integer"),
     ("streamcheck_timeout", "-1", "expected a positive number of seconds, got '-1'"),
+    ("streamcheck_timeout", "nan", "expected a positive number of seconds, got 'nan'"),
+    ("streamcheck_timeout", "inf", "expected a positive number of seconds, got 'inf'"),
+    ("streamcheck_profile", ",", "--streamcheck-profile: no profile in ',', so no transport"),
+    (
+        "streamcheck_profile",
+        "no-transport.toml",
+        "no-transport.toml: transports: expected at least one of ['get', 'post']: "
+        "no transport to judge",
+    ),
+    (
+        "streamcheck_profile",
+        "wide-jitter.toml",
+        "wide-jitter.toml: policy.backoff.jitter: expected a number in [0, 1], got 5",
+    ),
+    (
+        "streamcheck",
+        "exec:'unbalanced",
+        "exec: cannot split the command into words: No closing quotation",
+    ),
     (
         "streamcheck_known_failures",
         "no-reason.txt",
@@ -166,6 +185,8 @@ def test_a_bad_value_is_a_usage_error(
 ) -> None:
     """A bad value stops the run before collection with exit code 4 and says why."""
     pytester.makefile(".txt", **{"no-reason": "SC-RETRY-1  fine\nSC-RETRY-3\n"})
+    pytester.makefile(".toml", **{"no-transport": 'name = "x"\ntransports = []\n'})
+    pytester.makefile(".toml", **{"wide-jitter": 'name = "x"\n[policy.backoff]\njitter = 5\n'})
     target = {} if ini == "streamcheck" else {"streamcheck": "reference"}
     if where == "ini file":
         write_ini(pytester, **target, **{ini: value})

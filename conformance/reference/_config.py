@@ -5,13 +5,15 @@ jittered backoff with caps that widen with the attempt count, the 5-failure /
 60-second circuit breaker, and the 90-second silent-stream timeout checked every
 10 seconds. The pipeline policy follows the seed library (``seeds/002``).
 Nothing here reads a clock or a random source: the core in ``_policy`` and
-``_breaker`` takes both as arguments.
+``_breaker`` takes both as arguments. Every value is checked when it is made
+(``__post_init__``): a ``PolicyError`` names the field and the valid range.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "BackoffConfig",
@@ -20,12 +22,80 @@ __all__ = [
     "BreakerKind",
     "ClientPolicy",
     "IdleRule",
+    "PolicyError",
     "RetryMatrix",
 ]
 
 BackoffFamily = Literal["seed", "full", "equal", "decorrelated", "none"]
 BreakerKind = Literal["consecutive", "ratio", "none"]
 IdleRule = Literal["bytes", "data"]  # what resets the stall timer
+
+
+class PolicyError(ValueError):
+    """A policy value that makes no sense: ``field`` names it (``backoff.jitter``)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+    def under(self, parent: str) -> PolicyError:
+        """The same error, its field placed under ``parent`` (``policy.backoff``)."""
+        return PolicyError(f"{parent}.{self.field}", self.problem)
+
+
+def _reject(name: str, expected: str, value: object) -> PolicyError:
+    return PolicyError(name, f"expected {expected}, got {value!r}")
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a float if it is a number (not a bool, not NaN), else None."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return math.inf
+    return None if math.isnan(number) else number
+
+
+def check_seconds(name: str, value: object, *, zero: bool = False, inf: bool = False) -> None:
+    """A duration: a number > 0 (>= 0 with ``zero``), finite unless ``inf`` (no limit)."""
+    expected = f"seconds {'>=' if zero else '>'} 0" + ("" if inf else " (a finite number)")
+    seconds = _number(value)
+    if seconds is None or (math.isinf(seconds) and not inf):
+        raise _reject(name, expected, value)
+    if seconds < 0 or (seconds == 0 and not zero):
+        raise _reject(name, expected, value)
+
+
+def check_count(name: str, value: object, low: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise _reject(name, f"an integer >= {low}", value)
+
+
+def _check_fraction(name: str, value: object, *, zero: bool) -> None:
+    number = _number(value)
+    if number is None or not (0 <= number <= 1 if zero else 0 < number <= 1):
+        raise _reject(name, f"a number in {'[' if zero else '('}0, 1]", value)
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise _reject(name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise _reject(name, "true or false", value)
+
+
+def _check_statuses(name: str, value: object) -> None:
+    if not isinstance(value, frozenset):
+        raise _reject(name, "a set of HTTP statuses", value)
+    for status in sorted(value, key=repr):
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            raise _reject(name, "HTTP statuses 100..599", status)
 
 
 @dataclass(frozen=True)
@@ -37,6 +107,12 @@ class RetryMatrix:
     retry_5xx: bool = True
     extra: frozenset[int] = frozenset()  # other statuses to retry, e.g. {408}
     retry_network: bool = True  # failures with no status at all
+
+    def __post_init__(self) -> None:
+        for name in ("never", "always", "extra"):
+            _check_statuses(name, getattr(self, name))
+        _check_flag("retry_5xx", self.retry_5xx)
+        _check_flag("retry_network", self.retry_network)
 
     def is_retryable(self, status: int | None) -> bool:
         """``status=None`` means a network-layer failure (no response)."""
@@ -65,6 +141,12 @@ class BackoffConfig:
     caps: tuple[tuple[int, float], ...] = ((1, 2.0), (6, 3.0), (11, 5.0))
     jitter: float = 0.5  # seed family: up to +50 %
 
+    def __post_init__(self) -> None:
+        _check_choice("family", self.family, get_args(BackoffFamily))
+        check_seconds("base", self.base)
+        _check_caps(self.caps)
+        _check_fraction("jitter", self.jitter, zero=True)
+
     def cap(self, attempt: int) -> float:
         cap = self.caps[0][1]
         for first, value in self.caps:
@@ -90,6 +172,21 @@ class BackoffConfig:
         return exp, exp
 
 
+def _check_caps(caps: object) -> None:
+    """``((first_attempt, cap), ...)``: at least one, attempts rising from 1; a cap may be inf."""
+    shape = "[[first_attempt, seconds], ...] with first attempts rising from 1"
+    if not isinstance(caps, tuple) or not caps:
+        raise _reject("caps", shape, caps)
+    previous = 0
+    for pair in caps:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise _reject("caps", shape, caps)
+        first, cap = pair
+        check_count("caps", first, previous + 1)
+        check_seconds("caps", cap, inf=True)
+        previous = first
+
+
 @dataclass(frozen=True)
 class BreakerConfig:
     """A consecutive-failure breaker (seed article) or a failure-ratio one (seed library)."""
@@ -100,6 +197,14 @@ class BreakerConfig:
     ratio: float = 0.5  # ratio breaker: failure ratio in the window that opens it
     min_throughput: int = 10  # ratio breaker: calls in the window before the ratio counts
     window: float = 30.0  # ratio breaker: sampling window in seconds
+
+    def __post_init__(self) -> None:
+        _check_choice("kind", self.kind, get_args(BreakerKind))
+        check_count("threshold", self.threshold)
+        check_seconds("cooldown", self.cooldown)
+        _check_fraction("ratio", self.ratio, zero=False)
+        check_count("min_throughput", self.min_throughput)
+        check_seconds("window", self.window)
 
 
 @dataclass(frozen=True)
@@ -119,6 +224,25 @@ class ClientPolicy:
     first_chunk_timeout: float | None = None  # per attempt, headers sent until first chunk
     connect_timeout: float = 10.0
     resume: bool = True  # reconnect with Last-Event-ID when the stream carries ids
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise _reject("name", "a non-empty string", self.name)
+        for name, kind in (("matrix", RetryMatrix), ("backoff", BackoffConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise _reject(name, f"a {kind.__name__}", getattr(self, name))
+        if not isinstance(self.breaker, BreakerConfig):
+            raise _reject("breaker", "a BreakerConfig", self.breaker)
+        if self.max_attempts is not None:
+            check_count("max_attempts", self.max_attempts)
+        _check_flag("retry_after", self.retry_after)
+        check_seconds("retry_after_cap", self.retry_after_cap, zero=True)
+        for name in ("stall_timeout", "stall_check_interval", "connect_timeout"):
+            check_seconds(name, getattr(self, name))
+        _check_choice("idle_rule", self.idle_rule, get_args(IdleRule))
+        if self.first_chunk_timeout is not None:
+            check_seconds("first_chunk_timeout", self.first_chunk_timeout)
+        _check_flag("resume", self.resume)
 
     @classmethod
     def eventsource(cls) -> ClientPolicy:
