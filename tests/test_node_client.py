@@ -38,13 +38,17 @@ WAIT = 10.0  # deadline for anything that should happen "soon"
 EARLY = 0.005  # timers may fire up to a clock tick early relative to the other process
 QUIET = 0.25  # how long we watch for something that must NOT happen
 
-# The seed article's EventSource policy at 1/100 of real time, with a shorter stall watch.
+# The seed article's EventSource policy at 1/100 of real time. Its stall watch is far
+# beyond any pause a loaded machine puts into a healthy stream: a test that is not
+# about stalls must not see one (a 0.3 s watch once turned a 5 ms-gap stream into a
+# `stalled` state under load). The stall tests configure STALL_POLICY themselves.
 POLICY = replace(
     ClientPolicy.eventsource().scaled(0.01),
     connect_timeout=2.0,  # connects to 127.0.0.1 are instant; never let load fail one
-    stall_timeout=0.3,
+    stall_timeout=5.0,
     stall_check_interval=0.05,
 )
+STALL_POLICY = replace(POLICY, stall_timeout=0.3)
 
 
 @dataclass(frozen=True)
@@ -522,12 +526,13 @@ def test_stall_before_the_first_chunk_is_retried(
     client: NodeDriver, fake_server: FakeServer
 ) -> None:
     """A silent stream is abandoned after stall_timeout and retried, since nothing was delivered."""
+    client.configure(STALL_POLICY)
     url = scripted(fake_server, Stream(events=3, stall=Stall(after=0)), Stream(events=3))
     sid = client.stream(url)
     assert client.end(sid).type == "done"
     first = wait_end(fake_server.ledger, 1, "client_closed")
     assert first.ended_at is not None
-    assert first.ended_at - first.arrived_at >= POLICY.stall_timeout - EARLY
+    assert first.ended_at - first.arrived_at >= STALL_POLICY.stall_timeout - EARLY
     assert "stalled" in client.states(sid)
     assert len(client.chunks(sid)) == 3
 
@@ -536,6 +541,7 @@ def test_stall_after_commit_without_ids_surfaces_stalled(
     client: NodeDriver, fake_server: FakeServer
 ) -> None:
     """After the commit a silent stream is abandoned and `stalled` reaches the consumer."""
+    client.configure(STALL_POLICY)
     url = scripted(fake_server, Stream(events=5, stall=Stall(after=2)))
     sid = client.stream(url)
     error = client.end(sid)
@@ -543,8 +549,8 @@ def test_stall_after_commit_without_ids_surfaces_stalled(
     attempt = wait_end(fake_server.ledger, 1, "client_closed")
     assert attempt.ended_at is not None
     silent_since = attempt.data_events[-1].at
-    limit = POLICY.stall_timeout + POLICY.stall_check_interval
-    assert POLICY.stall_timeout - EARLY <= attempt.ended_at - silent_since < limit + 1.0
+    limit = STALL_POLICY.stall_timeout + STALL_POLICY.stall_check_interval
+    assert STALL_POLICY.stall_timeout - EARLY <= attempt.ended_at - silent_since < limit + 1.0
     assert len(client.chunks(sid)) == 2
     assert no_more_attempts(fake_server.ledger, 1)
 
@@ -554,8 +560,8 @@ def test_keepalive_comments_count_only_under_the_bytes_rule(
     client: NodeDriver, fake_server: FakeServer, idle_rule: str, survives: bool
 ) -> None:
     """Comments during a data silence keep a `bytes` watch alive; a `data` watch abandons it."""
-    client.configure(replace(POLICY, idle_rule=idle_rule))  # type: ignore[arg-type]
-    stall = Stall(after=2, seconds=POLICY.stall_timeout * 2.5, keepalive=0.02)
+    client.configure(replace(STALL_POLICY, idle_rule=idle_rule))  # type: ignore[arg-type]
+    stall = Stall(after=2, seconds=STALL_POLICY.stall_timeout * 2.5, keepalive=0.02)
     url = scripted(fake_server, Stream(events=4, stall=stall))
     sid = client.stream(url)
     end = client.end(sid)

@@ -61,6 +61,7 @@ def test_the_json_report(pytester: pytest.Pytester) -> None:
         "NON-STRICT": 0,
         "UNSUPPORTED": 0,
         "ERROR": 0,
+        "INCONCLUSIVE": 0,
     }
     assert report["conformant"] is False
 
