@@ -47,9 +47,11 @@ from fake_servers._limits import (
     MAX_DEPTH,
     MAX_ENDPOINTS,
     MAX_EVENTS,
+    MAX_FILE_BYTES,
     MAX_HEADER_BYTES,
     MAX_JSON_DEPTH,
     MAX_PARTS,
+    MAX_REQUEST_BYTES,
     MAX_SCENARIO_BYTES,
     MAX_SCRIPTED_BODY_BYTES,
     MAX_SECONDS,
@@ -502,3 +504,27 @@ def test_the_policy_values_check_themselves_when_made() -> None:
     no_cap = BackoffConfig(caps=((1, math.inf),))  # "no cap" is a policy (the zoo's no_cap)
     with pytest.raises(PolicyError, match=r"^policy\.backoff\.caps: expected seconds in"):
         Profile("p", 1, "t", "s", ClientPolicy(backoff=no_cap))  # ...but not a judgeable claim
+
+
+def test_the_docs_state_every_limit() -> None:
+    """docs/fake-servers.md and docs/scenario-format.md give the limits _limits.py defines."""
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    fake_servers_md = (docs / "fake-servers.md").read_text()
+    scenario_md = (docs / "scenario-format.md").read_text()
+    for value in (MAX_EVENTS, MAX_STEPS, MAX_ENDPOINTS, int(MAX_SECONDS), MAX_PARTS):
+        assert f"{value:,}" in fake_servers_md, value
+    for value in (MAX_EVENTS, MAX_STEPS, MAX_ENDPOINTS, int(MAX_SECONDS)):
+        assert f"{value:,}" in scenario_md, value
+    sizes = {
+        MAX_SCRIPTED_BODY_BYTES: "8 MiB",
+        MAX_HEADER_BYTES: "8 KiB",
+        MAX_SCENARIO_BYTES: "16 MiB",
+        MAX_REQUEST_BYTES: "32 MiB",
+        MAX_FILE_BYTES: "5 MiB",
+    }
+    for size, text in sizes.items():
+        assert size == int(text.split()[0]) * (1024 if "KiB" in text else 1024 * 1024)
+        assert text in fake_servers_md
+    assert f"nested {MAX_DEPTH} tables/arrays deep" in fake_servers_md
+    assert f"{MAX_JSON_DEPTH} levels" in fake_servers_md
+    assert f"{BODY_TIMEOUT:g} s from the request's arrival" in fake_servers_md
