@@ -21,6 +21,7 @@ the app-level verdict.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,7 +76,7 @@ class LagSeries:
     """One probe's wake-ups: when each was due, how late it came (seconds)."""
 
     source: str
-    due: tuple[float, ...]
+    due: tuple[float, ...]  # ascending
     lag: tuple[float, ...]
 
     @classmethod
@@ -83,12 +84,15 @@ class LagSeries:
         ordered = sorted(rows)
         return cls(source, tuple(d for d, _ in ordered), tuple(max(0.0, w - d) for d, w in ordered))
 
+    @functools.cached_property
+    def longest(self) -> float:
+        return max(self.lag, default=0.0)
+
     def worst(self, start: float, end: float) -> float:
         """The largest lag of a wake-up that was pending at any time in [start, end]."""
         if not self.due:
             return 0.0
-        longest = max(self.lag)
-        lo = bisect.bisect_left(self.due, start - longest - _REACH)
+        lo = bisect.bisect_left(self.due, start - self.longest - _REACH)
         hi = bisect.bisect_right(self.due, end + _REACH)
         worst = 0.0
         for i in range(lo, hi):
@@ -145,7 +149,7 @@ class Noise:
         """``upper_slack`` for a moment not known: the worst lag of the whole case."""
         if not self.measured:
             return UNMEASURED_SLACK
-        return PATH_FLOOR + LAG_FACTOR * sum(max(s.lag, default=0.0) for s in self.series)
+        return PATH_FLOOR + LAG_FACTOR * sum(s.longest for s in self.series)
 
     def lower_slack(self, stamp: float) -> float:
         """Allowance below a lower bound measured from a server stamp taken at ``stamp``."""
