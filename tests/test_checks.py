@@ -1,4 +1,7 @@
-"""The checks' judgement on hand-built records: a correct client passes, each mistake fails."""
+"""The checks' judgement on hand-built records: a correct client passes, each mistake fails.
+
+Evidence carries quiet measured noise (``test_timing.quiet``): the measured path the
+runner takes; the Retry-After tests also judge it under noise and unmeasured."""
 
 from __future__ import annotations
 
@@ -7,10 +10,12 @@ from dataclasses import replace
 from typing import ClassVar
 
 import pytest
+from test_timing import noisy, quiet
 
-from conformance import Delivery, Evidence, get_case
+from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._checks import delivered_exactly, ended_with_error
 from conformance._profiles import get_profile
+from conformance._timing import Noise
 from fake_servers import Attempt, SentEvent
 
 POLICY = get_profile("seed-eventsource").at("test")
@@ -67,11 +72,25 @@ def error(kind: str, status: int | None = None, at: float = 2.0) -> Delivery:
     return Delivery("s1", "error", at, error=kind, status=status)  # type: ignore[arg-type]
 
 
+def check(
+    case_id: str,
+    attempts: Sequence[Attempt],
+    deliveries: Sequence[Delivery],
+    policy=POLICY,
+    noise: Noise | None = None,
+) -> Outcome:
+    """The case's outcome, with quiet measured noise over the records unless ``noise``."""
+    ev = Evidence(tuple(attempts), (), tuple(deliveries))
+    ev = quiet(ev) if noise is None else replace(ev, noise=noise)
+    return get_case(case_id).check(ev, policy)
+
+
 def judge(
     case_id: str, attempts: Sequence[Attempt], deliveries: Sequence[Delivery], policy=POLICY
 ) -> bool:
-    case = get_case(case_id)
-    return case.check(Evidence(tuple(attempts), (), tuple(deliveries)), policy).ok
+    outcome = check(case_id, attempts, deliveries, policy)
+    assert not outcome.undecidable, outcome  # quiet noise decides
+    return outcome.ok
 
 
 class TestNoRetry:
@@ -91,7 +110,7 @@ class TestNoRetry:
     def test_a_silent_client_fails(self):
         """A client that surfaces nothing fails, with a message saying so."""
         case = get_case("SC-RETRY-3")
-        outcome = case.check(Evidence((attempt(1, 401),), (), ()), POLICY)
+        outcome = case.check(quiet(Evidence((attempt(1, 401),), (), ())), POLICY)
         assert not outcome.ok
         assert "neither done nor an error" in outcome.observed
 
@@ -195,6 +214,35 @@ class TestRetryAfter:
         """A retry 0.2 s after 'Retry-After: 1' ignored the hint."""
         assert not judge("SC-RETRY-29", self._atts(0.2), [*chunks(1, 2, 3, 4, 5, at=2), done(3)])
 
+    def test_unmeasured_noise_decides_too(self):
+        """Without measured noise (the stated slacks) the same records pass and fail."""
+        answer = [*chunks(1, 2, 3, 4, 5, at=2), done(3)]
+        assert check("SC-RETRY-29", self._atts(1.05), answer, noise=Noise()).ok
+        early = check("SC-RETRY-29", self._atts(0.2), answer, noise=Noise())
+        assert not early.ok
+        assert not early.undecidable
+
+    def test_noise_smaller_than_the_flaw_is_absorbed(self):
+        """A 200 ms block as the 429 ended: the flaw (the hint ignored) is half the hint,
+        500 ms, so a correct wait still passes and an early one still fails."""
+        answer = [*chunks(1, 2, 3, 4, 5, at=2), done(3)]
+        for gap, ok in ((1.05, True), (0.2, False)):
+            atts = self._atts(gap)
+            noise = noisy(Evidence(tuple(atts), (), tuple(answer)), [(0.01, 0.2)]).noise
+            outcome = check("SC-RETRY-29", atts, answer, noise=noise)
+            assert outcome.ok is ok
+            assert not outcome.undecidable
+
+    def test_noise_as_large_as_the_flaw_is_undecidable(self):
+        """A 600 ms block as the 429 ended: the client may have waited half the hint
+        less than measured. Undecidable, never FAIL."""
+        answer = [*chunks(1, 2, 3, 4, 5, at=2), done(3)]
+        atts = self._atts(1.05)
+        noise = noisy(Evidence(tuple(atts), (), tuple(answer)), [(0.01, 0.6)]).noise
+        outcome = check("SC-RETRY-29", atts, answer, noise=noise)
+        assert outcome.undecidable
+        assert not outcome.ok
+
     def test_the_cap_bounds_what_is_required(self):
         """With the cap below the hint, waiting the cap is enough."""
         capped = replace(POLICY, retry_after_cap=0.5)
@@ -223,14 +271,14 @@ class TestBounded:
 
 def test_mismatch_messages_name_the_duplicate():
     """A duplicate chunk is described as one in the observed text."""
-    ev = Evidence((), (), tuple(chunks(1, 1)))
+    ev = quiet(Evidence((), (), tuple(chunks(1, 1))))
     outcome = delivered_exactly(ev, ["tok1", "tok2"])
     assert "duplicate" in outcome.observed
 
 
 def test_ended_with_error_reports_the_status_mismatch():
     """An error with the wrong status says which status it carried."""
-    ev = Evidence((), (), (error("non_retryable_status", 403),))
+    ev = quiet(Evidence((), (), (error("non_retryable_status", 403),)))
     outcome = ended_with_error(ev, ["non_retryable_status"], status=401)
     assert not outcome.ok
     assert "403" in outcome.observed

@@ -1,5 +1,10 @@
 """The backoff checks' judgement on hand-built records: a correct client passes, each
-mistake fails, and the statistics' false-failure bounds hold."""
+mistake fails, the statistics' false-failure bounds hold, and the harness's measured
+noise makes a case undecidable, never a false FAIL (``conformance._timing``).
+
+Evidence carries quiet measured noise unless a test says otherwise: the measured path
+is the one the runner takes. ``Noise()`` (unmeasured) is tested where it still decides.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,23 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
+from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 
-from conformance import Delivery, Evidence, get_case
+from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._profiles import get_profile
+from conformance._timing import (
+    PATH_FLOOR,
+    UNMEASURED_SLACK,
+    Noise,
+    Wait,
+    decide,
+    wait_between,
+    wait_from,
+)
 from conformance.cases import backoff as bk
 from conformance.cases.backoff import (
-    Wait,
     envelope_outcome,
+    envelope_resolution,
     first_delay_range,
     herd_limit,
     herd_outcome,
@@ -22,15 +37,18 @@ from conformance.cases.backoff import (
     range_probability,
     scan_bound,
     scan_max,
-    wait_between,
 )
 from conformance.reference._config import BackoffConfig, ClientPolicy
 from fake_servers import Attempt, Connection, SentEvent
+from pytest_streamcheck._runner import REJUDGE_FACTORS
 
 EVENTSOURCE = get_profile("seed-eventsource").at("test")
 FETCH = get_profile("seed-fetch").at("test")
 PIPELINE = get_profile("seed-pipeline").at("test")
 REACTION = 0.002  # what the server sees beyond the client's delay: reaction, reconnection
+LASTED = 0.001  # how long the server took over each failed answer
+QUIET = quiet_noise(-1.0, 10.0)
+UNMEASURED = Noise()
 
 
 def tuned(case_id: str, policy: ClientPolicy = EVENTSOURCE) -> ClientPolicy:
@@ -44,7 +62,7 @@ def attempt(
     *,
     path: str = "/v1/stream",
     number: int = 1,
-    lasted: float = 0.001,
+    lasted: float = LASTED,
 ) -> Attempt:
     events = () if status != 200 else (SentEvent(1, "data", None, "tok", arrived + lasted),)
     return Attempt(
@@ -79,21 +97,58 @@ def retried(
     return out
 
 
-def done(stream: str = "s1", at: float = 100.0) -> Delivery:
+def shifted(a: Attempt, by: float) -> Attempt:
+    """``a`` ``by`` seconds later: every stamp moves."""
+    assert a.ended_at is not None
+    events = tuple(replace(e, at=e.at + by) for e in a.events)
+    return replace(a, arrived_at=a.arrived_at + by, ended_at=a.ended_at + by, events=events)
+
+
+def blocked_at(atts: Sequence[Attempt], i: int, by: float) -> tuple[list[Attempt], float]:
+    """The client loop blocked ``by`` seconds as failure ``i - 1`` ended: the client saw it
+    that late, so attempt ``i`` and every later one come ``by`` later. Returns the records
+    and when the block began."""
+    at = atts[i - 1].ended_at
+    assert at is not None
+    return [*atts[:i], *(shifted(a, by) for a in atts[i:])], at
+
+
+def done(stream: str = "s1", at: float = 10.0) -> Delivery:
     return Delivery(stream, "done", at)
 
 
-def judge(
+def evidence(
+    attempts: Sequence[Attempt],
+    deliveries: Sequence[Delivery] = (),
+    connections: Sequence[Connection] = (),
+) -> Evidence:
+    return Evidence(tuple(attempts), tuple(connections), tuple(deliveries or [done()]))
+
+
+def check(
     case_id: str,
     attempts: Sequence[Attempt],
     deliveries: Sequence[Delivery] = (),
     connections: Sequence[Connection] = (),
     policy: ClientPolicy | None = None,
-) -> bool:
-    case = get_case(case_id)
+    noise: Noise | None = None,
+) -> Outcome:
+    """The case's outcome on the records, with quiet measured noise unless ``noise``."""
     policy = policy if policy is not None else tuned(case_id)
-    ev = Evidence(tuple(attempts), tuple(connections), tuple(deliveries or [done()]))
-    return case.check(ev, policy).ok
+    ev = evidence(attempts, deliveries, connections)
+    ev = quiet(ev) if noise is None else replace(ev, noise=noise)
+    return get_case(case_id).check(ev, policy)
+
+
+def judge(*args, **kwargs) -> bool:
+    outcome = check(*args, **kwargs)
+    assert not outcome.undecidable, outcome  # quiet noise decides
+    return outcome.ok
+
+
+def failed(outcome: Outcome) -> bool:
+    """A decisive FAIL: not ok, and not for the harness's noise."""
+    return not outcome.ok and not outcome.undecidable
 
 
 def lows(backoff: BackoffConfig, count: int, share: float = 0.0) -> list[float]:
@@ -106,51 +161,66 @@ def lows(backoff: BackoffConfig, count: int, share: float = 0.0) -> list[float]:
 
 
 class TestWaits:
-    def test_the_ceiling_counts_from_the_arrival_and_the_gap_from_the_end(self):
-        """The ceiling spans the failed request's answer; the gap starts at its end."""
-        wait = wait_between(attempt(1.0, lasted=0.05), attempt(1.5, number=2))
-        assert wait.ceiling == pytest.approx(0.5)
+    def test_most_counts_from_the_arrival_and_the_measure_from_the_end(self):
+        """The most spans the failed request's answer; the measured gap starts at its end."""
+        wait = wait_between(attempt(1.0, lasted=0.05), attempt(1.5, number=2), QUIET)
+        assert wait.most == pytest.approx(0.5 + QUIET.lower_slack(1.0))
         assert wait.measured == pytest.approx(0.45)
+        assert wait.least < wait.measured
 
     def test_a_scripted_hold_is_not_counted_as_waiting(self):
-        """Time the server held its answer back is taken off the ceiling."""
-        wait = wait_between(attempt(1.0, lasted=0.3), attempt(1.5, number=2), held=0.3)
-        assert wait.ceiling == pytest.approx(0.2)
+        """Time the server held its answer back is taken off the most."""
+        wait = wait_between(attempt(1.0, lasted=0.3), attempt(1.5, number=2), QUIET, held=0.3)
+        assert wait.most == pytest.approx(0.2 + QUIET.lower_slack(1.0))
 
 
 class TestEnvelope:
     backoff = tuned("SC-BACKOFF-1").backoff
 
-    def test_delays_inside_every_envelope_pass(self):
+    @pytest.mark.parametrize("noise", [None, UNMEASURED], ids=["quiet", "unmeasured"])
+    def test_delays_inside_every_envelope_pass(self, noise):
         """Delays at the bottom, middle and top of each envelope are conformant."""
         for share in (0.0, 0.5, 1.0):
-            atts = retried(lows(self.backoff, 5, share))
-            assert judge("SC-BACKOFF-1", atts), share
+            outcome = check("SC-BACKOFF-1", retried(lows(self.backoff, 5, share)), noise=noise)
+            assert outcome.ok, (share, outcome)
 
-    def test_a_delay_below_its_envelope_fails_without_slack(self):
-        """Retrying 1 ms before the lower end of retry 4 fails: lower bounds are strict."""
+    def test_a_delay_below_its_envelope_fails_beyond_the_clock_floor(self):
+        """Retrying 1 ms before the lower end of retry 4, less the lower slack (clock
+        granularity and the server's lag), fails; the most also covers the answer."""
         delays = lows(self.backoff, 5)
-        delays[3] -= 0.001 + REACTION + 0.001  # the ceiling also covers the answer
+        delays[3] -= LASTED + REACTION + QUIET.lower_slack(1.0) + 0.001
         assert not judge("SC-BACKOFF-1", retried(delays))
+        delays[3] += 0.002
+        assert judge("SC-BACKOFF-1", retried(delays))
 
     def test_constant_delay_fails(self):
         """Every retry after the base delay (no exponential growth) fails at retry 2."""
         base = self.backoff.base
-        outcome = envelope_outcome(retried([base] * 5), self.backoff, 5)
-        assert not outcome.ok
+        outcome = envelope_outcome(retried([base] * 5), self.backoff, 5, QUIET)
+        assert failed(outcome)
         assert outcome.observed.startswith("retry 2:")
 
-    def test_a_delay_far_above_its_envelope_fails(self):
-        """A retry later than the envelope plus UPPER_BOUND_SLACK fails."""
-        delays = lows(self.backoff, 5)
-        delays[2] = self.backoff.envelope(3)[1] + 0.6
+    def test_late_within_the_quiet_path_floor_passes_and_beyond_it_fails(self):
+        """On a quiet machine a retry may be late by the path floor, not more."""
+        delays = lows(self.backoff, 5, 1.0)
+        high = self.backoff.envelope(3)[1]
+        delays[2] = high + PATH_FLOOR - REACTION - 0.005
+        assert judge("SC-BACKOFF-1", retried(delays))
+        delays[2] = high + PATH_FLOOR + 0.005
         assert not judge("SC-BACKOFF-1", retried(delays))
+
+    def test_a_delay_far_above_its_envelope_fails_unmeasured(self):
+        """Without measured noise a retry later than the envelope plus UNMEASURED_SLACK
+        still fails (the app-level slack)."""
+        delays = lows(self.backoff, 5)
+        delays[2] = self.backoff.envelope(3)[1] + UNMEASURED_SLACK + 0.1
+        assert failed(check("SC-BACKOFF-1", retried(delays), noise=UNMEASURED))
 
     def test_a_retry_that_never_came_fails(self):
         """Stopping after three of five retries fails, naming the missing retry."""
         atts = retried(lows(self.backoff, 5))[:4]
-        outcome = envelope_outcome(atts, self.backoff, 5)
-        assert not outcome.ok
+        outcome = envelope_outcome(atts, self.backoff, 5, QUIET)
+        assert failed(outcome)
         assert "retry 4 never came" in "\n".join((outcome.observed, *outcome.details))
 
     def test_a_stream_that_did_not_complete_fails(self):
@@ -162,6 +232,37 @@ class TestEnvelope:
         """With max_attempts 3, two retries inside their envelopes are conformant."""
         policy = tuned("SC-BACKOFF-1", PIPELINE)
         assert judge("SC-BACKOFF-1", retried(lows(policy.backoff, 2)), policy=policy)
+
+    def test_the_resolution_is_half_the_envelopes_top(self):
+        """The smallest excess judged: half the upper end, at least twice the path floor."""
+        assert envelope_resolution(0.2, 0.3) == pytest.approx(0.15)
+        assert envelope_resolution(0.002, 0.003) == pytest.approx(2 * PATH_FLOOR)
+
+    def test_a_retry_the_harness_delayed_is_undecidable(self):
+        """A correct client whose retry 3 the client loop held back 200 ms: undecidable
+        (re-judged at a coarser scale), never FAIL; the same records on quiet noise FAIL."""
+        atts, at = blocked_at(retried(lows(self.backoff, 5, 0.5)), 3, BLOCK)
+        noise = noisy(evidence(atts), [(at, BLOCK)]).noise
+        outcome = check("SC-BACKOFF-1", atts, noise=noise)
+        assert outcome.undecidable
+        assert not outcome.ok
+        assert "client loop" in "\n".join(outcome.details)
+        low, high = self.backoff.envelope(3)
+        retry_3 = wait_between(atts[2], atts[3], noise)
+        assert decide(retry_3, low, high, envelope_resolution(low, high)) == "unsure"
+        assert failed(check("SC-BACKOFF-1", atts))
+
+    def test_a_missing_cap_fails_under_moderate_noise(self):
+        """No cap (base * 2^(n-1)): the excess dwarfs 50 ms blocks every 100 ms."""
+        policy = tuned("SC-BACKOFF-3")
+        delays = [policy.backoff.base * 2 ** (n - 1) for n in range(1, 12)]
+        atts = retried(delays)
+        blocks = [(0.1 * k, 0.05) for k in range(60)]
+        outcome = check(
+            "SC-BACKOFF-3", atts, policy=policy, noise=noisy(evidence(atts), blocks).noise
+        )
+        assert failed(outcome)
+        assert "retry 11" in "\n".join((outcome.observed, *outcome.details))
 
 
 class TestCaps:
@@ -177,19 +278,24 @@ class TestCaps:
         delays = [*lows(policy.backoff, 5), *[first_cap] * 6]
         assert not judge("SC-BACKOFF-3", retried(delays), policy=policy)
 
-    def test_no_cap_fails(self):
-        """Doubling past the cap (base * 2^(n-1)) fails once it clears the slack."""
+    @pytest.mark.parametrize("noise", [None, UNMEASURED], ids=["quiet", "unmeasured"])
+    def test_no_cap_fails(self, noise):
+        """Doubling past the cap (base * 2^(n-1)) fails, measured or not."""
         policy = tuned("SC-BACKOFF-3")
         delays = [policy.backoff.base * 2 ** (n - 1) for n in range(1, 12)]
-        assert not judge("SC-BACKOFF-3", retried(delays), policy=policy)
+        assert failed(check("SC-BACKOFF-3", retried(delays), policy=policy, noise=noise))
 
     def test_the_tuning_keeps_the_caps_apart(self):
-        """At the tuned timing the last cap's lower end clears the first cap's upper end."""
+        """At the tuned timing the last cap's lower end clears the first cap's upper end,
+        and retry 11 uncapped is past its envelope by more than a flaw's size and by
+        more than the unmeasured slack."""
         for policy in (tuned("SC-BACKOFF-3"), tuned("SC-BACKOFF-4", FETCH)):
             b = policy.backoff
             assert b.envelope(11)[0] - b.envelope(5)[1] >= 0.02
             uncapped = b.base * 2**10  # retry 11 without a cap
-            assert uncapped > b.envelope(11)[1] + bk.UPPER_BOUND_SLACK
+            low, high = b.envelope(11)
+            assert uncapped > high + envelope_resolution(low, high)
+            assert uncapped > high + UNMEASURED_SLACK
 
     def test_the_pipeline_is_not_applicable(self):
         """A single cap has nothing to widen."""
@@ -200,7 +306,7 @@ class TestReset:
     policy = tuned("SC-BACKOFF-5")
     first_path, second_path = bk.RESET_PATHS
 
-    def evidence(self, second_delay: float) -> list[Attempt]:
+    def records(self, second_delay: float) -> list[Attempt]:
         first = retried(lows(self.policy.backoff, 2, 0.5), path=self.first_path)
         start = first[-1].arrived_at + 0.1
         second = retried([second_delay], path=self.second_path, start=start)
@@ -210,24 +316,36 @@ class TestReset:
         """The second stream's first retry inside retry 1's envelope is conformant."""
         low, high = self.policy.backoff.envelope(1)
         for delay in (low, high):
-            assert judge("SC-BACKOFF-5", self.evidence(delay), [done("s1"), done("s2")])
+            assert judge("SC-BACKOFF-5", self.records(delay), [done("s1"), done("s2")])
 
     def test_carrying_the_count_over_fails(self):
         """A first retry at retry 3's (or 4's) envelope fails: the count was not reset."""
         for n in (3, 4):
             delay = self.policy.backoff.envelope(n)[0]
-            assert not judge("SC-BACKOFF-5", self.evidence(delay), [done("s1"), done("s2")])
+            assert not judge("SC-BACKOFF-5", self.records(delay), [done("s1"), done("s2")])
 
-    def test_the_tuning_separates_the_envelopes_beyond_the_slack(self):
-        """Retry 3's lower end lies RESET_GAP above retry 1's upper end, beyond QUIET_SLACK."""
+    def test_the_tuning_separates_the_envelopes_beyond_the_quiet_floors(self):
+        """Retry 3's lower end lies RESET_GAP above retry 1's upper end: the flaw the check
+        catches, far wider than a quiet machine's interval."""
         b = self.policy.backoff
         assert b.envelope(3)[0] - b.envelope(1)[1] == pytest.approx(bk.RESET_GAP)
-        assert bk.RESET_GAP > bk.QUIET_SLACK
+        quiet_width = QUIET.upper_slack((0, 0), (1, 1)) + QUIET.lower_slack(0) + LASTED
+        assert 2 * quiet_width < bk.RESET_GAP
 
     def test_a_first_stream_that_failed_fails(self):
         """Without two completed streams there is no reset to judge."""
-        ev = self.evidence(self.policy.backoff.envelope(1)[0])
-        assert not judge("SC-BACKOFF-5", ev, [Delivery("s1", "error", 1.0), done("s2")])
+        atts = self.records(self.policy.backoff.envelope(1)[0])
+        assert not judge("SC-BACKOFF-5", atts, [Delivery("s1", "error", 1.0), done("s2")])
+
+    def test_a_reset_retry_the_harness_delayed_is_undecidable(self):
+        """A correct reset, the second stream's retry held back 200 ms by the client loop:
+        as late as a carried-over count, so undecidable, not FAIL."""
+        atts, at = blocked_at(self.records(self.policy.backoff.envelope(1)[0]), 4, BLOCK)
+        deliveries = [done("s1"), done("s2")]
+        noise = noisy(evidence(atts, deliveries), [(at, BLOCK)]).noise
+        outcome = check("SC-BACKOFF-5", atts, deliveries, noise=noise)
+        assert outcome.undecidable
+        assert not outcome.ok
 
 
 class TestRetryAfter:
@@ -251,14 +369,60 @@ class TestRetryAfter:
         no_hints = replace(EVENTSOURCE, retry_after=False)
         assert get_case("SC-BACKOFF-7").applies(no_hints, "get") is not None
 
+    def test_a_block_where_the_hint_began_is_undecidable(self):
+        """The hint waited out, but the client loop blocked as the 429 ended: the client
+        may have waited a flaw's size less. Undecidable, not FAIL; ignoring the hint still
+        fails under the same noise."""
+        atts = retried([EVENTSOURCE.backoff.envelope(1)[0], self.hint])
+        at = atts[1].ended_at
+        assert at is not None
+        noise = noisy(evidence(atts), [(at, BLOCK)]).noise
+        outcome = check("SC-BACKOFF-7", atts, policy=EVENTSOURCE, noise=noise)
+        assert outcome.undecidable
+        assert not outcome.ok
+        b = EVENTSOURCE.backoff
+        ignored = retried([b.envelope(1)[0], b.envelope(2)[1]])
+        assert failed(check("SC-BACKOFF-7", ignored, policy=EVENTSOURCE, noise=noise))
 
-def uniform_waits(rng: random.Random, spread: tuple[float, float], n: int = 50) -> list[Wait]:
+
+# -- jitter --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def template() -> Wait:
+    """A first retry's interval on quiet noise for a delay of 0, as ``wait_between``
+    measures it: a failure lasting LASTED, seen REACTION after its end. Quiet noise is
+    the same at every moment, so a delay ``d`` gives this interval shifted by ``d``."""
+    failure = attempt(1.0)
+    assert failure.ended_at is not None
+    return wait_between(failure, attempt(failure.ended_at + REACTION, number=2), QUIET)
+
+
+def at_delays(template: Wait, delays: Sequence[float]) -> list[Wait]:
+    return [Wait(template.least + d, template.most + d, template.measured + d) for d in delays]
+
+
+def uniform(rng: random.Random, spread: tuple[float, float], n: int = 50) -> list[float]:
     low, high = spread
+    return [low + rng.random() * (high - low) for _ in range(n)]
+
+
+def jitter_waits(
+    delays: Sequence[float], noise: Noise, held_back: float = 0.0, stagger: float = 0.003
+) -> list[Wait]:
+    """Each client's first retry, measured by ``wait_between``: client ``i`` fails at
+    ``i * stagger`` and retries ``delays[i]`` after it saw the failure, which it did
+    ``held_back`` late (the client loop blocked)."""
     waits = []
-    for _ in range(n):
-        delay = low + rng.random() * (high - low)
-        waits.append(Wait(delay + 0.003, delay + REACTION))
+    for i, d in enumerate(delays):
+        failure = attempt(i * stagger)
+        assert failure.ended_at is not None
+        nxt = attempt(failure.ended_at + held_back + REACTION + d, number=2)
+        waits.append(wait_between(failure, nxt, noise))
     return waits
+
+
+JITTER_BLOCK = noisy_noise(-1.0, 3.0, [(0.0, BLOCK)])  # as the first failures end
 
 
 class TestJitter:
@@ -270,45 +434,108 @@ class TestJitter:
             low, high = first_delay_range(tuned("SC-BACKOFF-9", policy).backoff)
             assert high - low == pytest.approx(bk.JITTER_SPAN)
 
-    def test_uniform_jitter_passes(self):
-        """Many runs of a correct client's delays pass (J1 and J2 fail with p < 4e-8)."""
-        rng = random.Random(7)
-        assert all(
-            jitter_outcome(uniform_waits(rng, self.spread), self.spread).ok for _ in range(2000)
-        )
+    def test_the_template_is_what_wait_between_measures(self, template):
+        """The shifted template equals the measurement itself, at any delay."""
+        delays = uniform(random.Random(1), self.spread)
+        for got, want in zip(at_delays(template, delays), jitter_waits(delays, QUIET), strict=True):
+            assert (got.least, got.most, got.measured) == pytest.approx(
+                (want.least, want.most, want.measured)
+            )
 
-    def test_no_jitter_fails(self):
+    def test_uniform_jitter_passes(self, template):
+        """Many runs of a correct client's delays pass on quiet noise, decided every time
+        (J1 and J2 fail with p < 4e-8)."""
+        rng = random.Random(7)
+        for _ in range(2000):
+            outcome = jitter_outcome(at_delays(template, uniform(rng, self.spread)), self.spread)
+            assert outcome.ok, outcome.observed
+
+    def test_no_jitter_fails(self, template):
         """Every delay at the exponential (no jitter) fails: none reaches the top."""
         low, _ = self.spread
-        waits = [Wait(low + 0.01, low + 0.005)] * 50
-        outcome = jitter_outcome(waits, self.spread)
-        assert not outcome.ok
+        outcome = jitter_outcome(at_delays(template, [low] * 50), self.spread)
+        assert failed(outcome)
         assert "top" in outcome.observed
 
-    def test_jitter_twice_as_wide_fails(self):
-        """0-100 % jitter instead of the declared 0-50 % overshoots the range."""
+    @pytest.mark.parametrize("noise", ["quiet", "moderate"])
+    def test_jitter_twice_as_wide_fails(self, template, noise):
+        """0-100 % jitter instead of the declared 0-50 % overshoots the range, decisively
+        even with the client loop blocked 30 ms as the failures ended."""
         low, high = self.spread
-        rng = random.Random(3)
-        wide = uniform_waits(rng, (low, low + 2 * (high - low)))
-        outcome = jitter_outcome(wide, self.spread)
-        assert not outcome.ok
+        delays = uniform(random.Random(3), (low, low + 2 * (high - low)))
+        if noise == "quiet":
+            waits = at_delays(template, delays)
+        else:
+            blocked = noisy_noise(-1.0, 3.0, [(0.0, 0.03), (0.08, 0.03)])
+            waits = jitter_waits(delays, blocked, held_back=0.03)
+        outcome = jitter_outcome(waits, self.spread)
+        assert failed(outcome)
         assert "overshoot" in outcome.observed
 
-    def test_identical_delays_fail_wherever_they_fall(self):
-        """A herd in lockstep (one shared delay) misses either the top or the bottom."""
+    @pytest.mark.parametrize("share", [0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.95, 1.0])
+    def test_identical_delays_fail_wherever_they_fall(self, template, share):
+        """A herd in lockstep (one shared delay) misses the top or the bottom of the range:
+        never a pass, and on a quiet machine a FAIL, at once or re-judged at a coarser
+        scale (as the runner does: every duration x4, then x12; the noise stays)."""
         low, high = self.spread
-        for share in (0.1, 0.6, 0.95):
-            delay = low + share * (high - low)
-            assert not jitter_outcome([Wait(delay, delay)] * 50, self.spread).ok
+        outcome = Outcome(True, "", "")
+        for factor in (1.0, *REJUDGE_FACTORS):
+            spread = (low * factor, high * factor)
+            delay = spread[0] + share * (spread[1] - spread[0])
+            outcome = jitter_outcome(at_delays(template, [delay] * 50), spread)
+            assert not outcome.ok, (factor, outcome.observed)
+            if not outcome.undecidable:
+                break
+        assert failed(outcome), outcome.observed
 
-    def test_a_few_late_outliers_are_tolerated(self):
-        """Up to JITTER_OUTLIERS of the delays may be late by scheduling noise."""
+    def test_a_few_late_outliers_are_tolerated(self, template):
+        """Up to JITTER_OUTLIERS of the delays may be surely late."""
         rng = random.Random(11)
-        waits = uniform_waits(rng, self.spread)
-        late = [replace(w, measured=w.measured + 0.2) for w in waits[:5]]
-        assert jitter_outcome(late + waits[5:], self.spread).ok
-        later = [replace(w, measured=w.measured + 0.2) for w in waits[:20]]
-        assert not jitter_outcome(later + waits[20:], self.spread).ok
+        delays = uniform(rng, self.spread)
+        late = [d + 0.2 for d in delays[:5]] + delays[5:]
+        assert jitter_outcome(at_delays(template, late), self.spread).ok
+        later = [d + 0.2 for d in delays[:20]] + delays[20:]
+        assert failed(jitter_outcome(at_delays(template, later), self.spread))
+
+    def test_uniform_jitter_under_a_block_is_undecidable_never_failed(self):
+        """The client loop blocked 200 ms as the failures ended, every retry held back:
+        a correct client cannot be told from a broken one. Undecidable, never FAIL."""
+        rng = random.Random(13)
+        for _ in range(50):
+            delays = uniform(rng, self.spread)
+            outcome = jitter_outcome(
+                jitter_waits(delays, JITTER_BLOCK, held_back=BLOCK), self.spread
+            )
+            assert outcome.undecidable, outcome.observed
+            assert not outcome.ok
+
+    def test_broken_jitter_under_a_block_never_passes(self):
+        """Under the same block a missing or shared jitter is undecidable or fails."""
+        low, high = self.spread
+        for delays in ([low] * 50, [(low + high) / 2] * 50):
+            outcome = jitter_outcome(
+                jitter_waits(delays, JITTER_BLOCK, held_back=BLOCK), self.spread
+            )
+            assert not outcome.ok
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason=(
+            "production: jitter_outcome leaves a rule open when any one sample could reach "
+            "its edge; one client of fifty held back 60 ms (a client-loop max seen in a real "
+            "run) hides a fixed delay the other 49 surely show"
+        ),
+    )
+    def test_one_noisy_client_does_not_hide_a_fixed_delay(self):
+        """Fifty clients at one fixed delay (0.3 of the range: on quiet noise a FAIL), one
+        of them held back 60 ms by a client-loop block: still a FAIL, not undecidable."""
+        low, high = self.spread
+        delay, held = low + 0.3 * (high - low), 0.06
+        waits = jitter_waits([delay] * 50, QUIET)
+        assert failed(jitter_outcome(waits, self.spread))
+        noise = noisy_noise(-1.0, 3.0, [(0.001, held)])
+        waits[0] = jitter_waits([delay], noise, held_back=held)[0]
+        assert failed(jitter_outcome(waits, self.spread))
 
     def test_the_case_reads_one_wait_per_client(self):
         """The case check pairs each client's two attempts; a client that never retried fails."""
@@ -317,7 +544,7 @@ class TestJitter:
         atts = []
         for i in range(bk.JITTER_CLIENTS):
             delay = low + rng.random() * (high - low)
-            atts.extend(retried([delay], path=bk._jitter_path(i), start=i * 0.003))
+            atts.extend(retried([delay], path=bk._jitter_path(i), start=i * bk.JITTER_STAGGER))
         assert judge("SC-BACKOFF-9", atts)
         assert not judge("SC-BACKOFF-9", atts[:-1])
 
@@ -364,63 +591,148 @@ class TestScanStatistics:
         assert range_probability(50, bk.HERD_RANGE) < 1e-9
 
 
+CUT = 1.0
+
+
+def herd_waits(
+    delays: Sequence[float],
+    noise: Noise,
+    held_back: float = 0.0,
+    stagger: float = 0.0,
+) -> list[Wait]:
+    """Each client's delay as ``_check_herd`` measures it: from the cut (every connection
+    closed within a millisecond) to its reconnect, which comes ``delays[i]`` after the
+    client saw the cut (``held_back`` late), plus ``i * stagger`` of queueing."""
+    cuts = [CUT + 0.00002 * i for i in range(50)]
+    return [
+        wait_from(max(cuts), min(cuts), CUT + held_back + 0.01 + d + i * stagger, noise)
+        for i, d in enumerate(delays)
+    ]
+
+
+HERD_QUIET = quiet_noise(-1.0, 4.0)
+HERD_BLOCK = noisy_noise(-1.0, 4.0, [(CUT, BLOCK)])  # the client loop, as the cut lands
+
+
 class TestHerd:
     policy = tuned("SC-BACKOFF-11")
     spread = first_delay_range(policy.backoff)
 
-    def arrivals(self, delays: Sequence[float], cut: float = 1.0) -> list[float]:
-        return [cut + 0.01 + d for d in delays]
-
     def test_uniform_reconnects_pass(self):
-        """Reconnects drawn uniformly over the range pass, run after run."""
+        """Reconnects drawn uniformly over the range pass on quiet noise, run after run,
+        decided every time."""
         rng = random.Random(9)
-        low, high = self.spread
+        template = herd_waits([0.0], HERD_QUIET)[0]
         for _ in range(500):
-            delays = [low + rng.random() * (high - low) for _ in range(50)]
-            assert herd_outcome(self.arrivals(delays), 50, self.spread, 1.0).ok
+            waits = at_delays(template, uniform(rng, self.spread))
+            outcome = herd_outcome(waits, 50, self.spread)
+            assert outcome.ok, outcome.observed
 
-    def test_lockstep_fails_even_when_the_server_spreads_it(self):
-        """One shared delay fails, even with 2 ms of queueing between reconnects."""
-        delays = [self.spread[0] + 0.002 * i for i in range(50)]
-        outcome = herd_outcome(self.arrivals(delays), 50, self.spread, 1.0)
-        assert not outcome.ok
+    @pytest.mark.parametrize("stagger", [0.0, 0.0002, 0.0004, 0.04 / 49])
+    def test_lockstep_fails_decisively_even_when_the_arrivals_are_staggered(self, stagger):
+        """One shared delay fails on quiet noise, even with up to 40 ms between the first
+        and the last reconnect (the server queueing them)."""
+        waits = herd_waits([self.spread[0] + 0.05] * 50, HERD_QUIET, stagger=stagger)
+        outcome = herd_outcome(waits, 50, self.spread)
+        assert failed(outcome)
         assert outcome.observed.startswith("bunched")
+
+    def test_lockstep_fails_under_moderate_noise(self):
+        """With the client loop blocked 60 ms at the cut, lockstep still fails decisively."""
+        blocked = noisy_noise(-1.0, 4.0, [(CUT, 0.06)])
+        waits = herd_waits([self.spread[0]] * 50, blocked, held_back=0.06, stagger=0.04 / 49)
+        assert failed(herd_outcome(waits, 50, self.spread))
+
+    def test_lockstep_under_a_block_never_passes(self):
+        """The client loop blocked 200 ms at the cut: lockstep is undecidable or fails."""
+        for stagger in (0.0, 0.04 / 49):
+            waits = herd_waits([self.spread[0]] * 50, HERD_BLOCK, held_back=BLOCK, stagger=stagger)
+            assert not herd_outcome(waits, 50, self.spread).ok
+
+    def test_uniform_reconnects_under_a_block_are_undecidable_never_failed(self):
+        """The same block with a correct herd: undecidable, run after run, never FAIL."""
+        rng = random.Random(21)
+        for _ in range(100):
+            waits = herd_waits(uniform(rng, self.spread), HERD_BLOCK, held_back=BLOCK)
+            outcome = herd_outcome(waits, 50, self.spread)
+            assert outcome.undecidable, outcome.observed
+            assert not outcome.ok
 
     def test_half_the_herd_in_one_window_fails(self):
         """Reconnects spread over the range but with 35 in one window fail."""
         low, high = self.spread
         delays = [low + (high - low) * i / 14 for i in range(15)] + [low + 0.01] * 35
-        assert not herd_outcome(self.arrivals(delays), 50, self.spread, 1.0).ok
+        assert failed(herd_outcome(herd_waits(delays, HERD_QUIET), 50, self.spread))
 
     def test_missing_reconnects_fail(self):
         """A client that never reconnected fails the herd."""
         low, high = self.spread
         delays = [low + (high - low) * i / 48 for i in range(49)]
-        outcome = herd_outcome(self.arrivals(delays), 50, self.spread, 1.0)
-        assert not outcome.ok
+        outcome = herd_outcome(herd_waits(delays, HERD_QUIET), 50, self.spread)
+        assert failed(outcome)
         assert "49 of 50" in outcome.observed
 
     def test_the_case_needs_the_cut(self):
         """Without the streams open at the cut, the scenario did not happen: fail."""
         assert not judge("SC-BACKOFF-11", [], policy=self.policy)
 
+    def records(self, delays: Sequence[float]) -> tuple[list[Attempt], list[Connection]]:
+        atts: list[Attempt] = []
+        conns: list[Connection] = []
+        for i, delay in enumerate(delays):
+            path = bk._herd_path(i)
+            atts.append(attempt(0.1, 200, path=path, lasted=CUT - 0.1))
+            atts.append(attempt(CUT + 0.01 + delay, 200, path=path, number=2))
+            conns.append(
+                Connection(i, 0.1, ("127.0.0.1", 1000 + i), "", closed_at=CUT, closed_by="offline")
+            )
+        return atts, conns
+
     def test_the_case_reads_reconnects_per_client(self):
         """The case check takes each herd path's second attempt as its reconnect."""
         low, high = self.spread
-        cut = 1.0
-        atts: list[Attempt] = []
-        conns: list[Connection] = []
-        for i in range(bk.HERD_CLIENTS):
-            path = bk._herd_path(i)
-            atts.append(attempt(0.1, 200, path=path, lasted=0.9))
-            delay = low + (high - low) * i / (bk.HERD_CLIENTS - 1)
-            atts.append(attempt(cut + 0.01 + delay, 200, path=path, number=2))
-            conns.append(
-                Connection(i, 0.1, ("127.0.0.1", 1000 + i), "", closed_at=cut, closed_by="offline")
-            )
+        n = bk.HERD_CLIENTS
+        atts, conns = self.records([low + (high - low) * i / (n - 1) for i in range(n)])
         assert judge("SC-BACKOFF-11", atts, connections=conns, policy=self.policy)
-        same = [replace(a, arrived_at=cut + 0.5) if a.number == 2 else a for a in atts]
+        same = [replace(a, arrived_at=CUT + 0.5) if a.number == 2 else a for a in atts]
         assert not judge("SC-BACKOFF-11", same, connections=conns, policy=self.policy)
+
+    def test_the_case_is_undecidable_under_a_block_at_the_cut(self):
+        """The case itself, the client loop blocked as the cut landed: undecidable."""
+        low, high = self.spread
+        n = bk.HERD_CLIENTS
+        atts, conns = self.records([BLOCK + low + (high - low) * i / (n - 1) for i in range(n)])
+        ev = evidence(atts, connections=conns)
+        outcome = check(
+            "SC-BACKOFF-11",
+            atts,
+            connections=conns,
+            policy=self.policy,
+            noise=noisy(ev, [(CUT, BLOCK)]).noise,
+        )
+        assert outcome.undecidable
+        assert not outcome.ok
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "production: jitter_outcome and herd_outcome ignore Wait.known; with unmeasured "
+        "noise (0.5 s slack) a correct client's outcome is undecidable, although the model "
+        "says nothing is undecidable when the noise was not measured"
+    ),
+)
+@pytest.mark.parametrize("check", ["jitter", "herd"])
+def test_unmeasured_noise_leaves_nothing_undecidable(check):
+    """A correct client's jitter and herd judged without measured noise: decided."""
+    case = "SC-BACKOFF-9" if check == "jitter" else "SC-BACKOFF-11"
+    spread = first_delay_range(tuned(case).backoff)
+    delays = uniform(random.Random(1), spread)
+    if check == "jitter":
+        outcome = jitter_outcome(jitter_waits(delays, UNMEASURED), spread)
+    else:
+        outcome = herd_outcome(herd_waits(delays, UNMEASURED), 50, spread)
+    assert not outcome.undecidable, outcome.observed
 
 
 class TestRegistration:

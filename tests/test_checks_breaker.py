@@ -1,14 +1,21 @@
 """The breaker checks' judgement on hand-built records: a correct client passes,
-each mistake fails, and the timing bounds sit where docs/timing-breaker.md says."""
+each mistake fails, the timing bounds sit where docs/timing-breaker.md says, and the
+harness's measured noise makes a check undecidable, never a false FAIL.
+
+Evidence carries quiet measured noise unless a test says otherwise (the runner's path);
+``Noise()`` (unmeasured) keeps the stated 0.5 s slack."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
+from test_timing import BLOCK, noisy, quiet
 
-from conformance import Delivery, Evidence, get_case
+from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._profiles import get_profile
+from conformance._timing import AT_ONCE, UNMEASURED_SLACK, Noise
 from conformance.cases import breaker
 from conformance.cases._common import PATH
 from conformance.reference import ClientPolicy
@@ -73,14 +80,42 @@ def error(stream: str, kind: str, at: float) -> Delivery:
     return Delivery(stream, "error", at, error=kind)  # type: ignore[arg-type]
 
 
+def check(
+    case_id: str,
+    attempts: Sequence[Attempt],
+    deliveries: Sequence[Delivery],
+    base: ClientPolicy = SEED,
+    noise: Noise | None = None,
+) -> Outcome:
+    """The case's outcome, with quiet measured noise over the records unless ``noise``."""
+    ev = Evidence(tuple(attempts), (), tuple(deliveries))
+    ev = quiet(ev) if noise is None else replace(ev, noise=noise)
+    return get_case(case_id).check(ev, policy_for(case_id, base))
+
+
 def judge(
     case_id: str,
     attempts: Sequence[Attempt],
     deliveries: Sequence[Delivery],
     base: ClientPolicy = SEED,
+    noise: Noise | None = None,
 ) -> bool:
-    ev = Evidence(tuple(attempts), (), tuple(deliveries))
-    return get_case(case_id).check(ev, policy_for(case_id, base)).ok
+    outcome = check(case_id, attempts, deliveries, base, noise)
+    if noise is None:
+        assert not outcome.undecidable, outcome  # quiet noise decides
+    return outcome.ok
+
+
+def failed(outcome: Outcome) -> bool:
+    """A decisive FAIL: not ok, and not for the harness's noise."""
+    return not outcome.ok and not outcome.undecidable
+
+
+def block_before(at: float, atts: Sequence[Attempt], deliveries: Sequence[Delivery]) -> Noise:
+    """Quiet noise over the records, but for the server loop blocked BLOCK until just
+    after ``at``: the stamp at ``at`` may trail what it records by that much."""
+    ev = Evidence(tuple(atts), (), tuple(deliveries))
+    return noisy(ev, [(at - 0.005, BLOCK)], source="server").noise
 
 
 def opened(extra_gap: float, cooldown: float) -> list[Attempt]:
@@ -104,8 +139,31 @@ class TestOpens:
 
     @pytest.mark.parametrize(("early", "ok"), [(0.001, True), (0.005, False)])
     def test_the_lower_bound_allows_only_clock_granularity(self, early: float, ok: bool) -> None:
-        """Up to LOWER_BOUND_SLACK (2 ms) early is clock granularity; 5 ms early fails."""
+        """Up to the lower slack early (2 ms of clock granularity plus the server's quiet
+        lag) passes; 5 ms early fails."""
         assert judge("SC-BREAKER-1", opened(-early, self.cooldown), answered("s1", 1.0)) is ok
+
+    def test_a_probe_whose_stamp_may_trail_is_undecidable(self) -> None:
+        """A correct probe stamped just after a 200 ms server block: it may have arrived
+        that much earlier, inside the cooldown. Undecidable, never FAIL."""
+        atts = opened(0.01, self.cooldown)
+        deliveries = answered("s1", 1.0)
+        outcome = check(
+            "SC-BREAKER-1",
+            atts,
+            deliveries,
+            noise=block_before(atts[-1].arrived_at, atts, deliveries),
+        )
+        assert outcome.undecidable
+        assert not outcome.ok
+
+    def test_a_request_during_the_cooldown_fails_under_the_same_block(self) -> None:
+        """No cooldown at all fails decisively, whatever the stamp's lag: the most the
+        client can have waited is still short of the cooldown."""
+        atts = opened(0.05 - self.cooldown, self.cooldown)
+        deliveries = answered("s1", 1.0)
+        noise = block_before(atts[-1].arrived_at, atts, deliveries)
+        assert failed(check("SC-BREAKER-1", atts, deliveries, noise=noise))
 
     def test_an_extra_request_fails(self) -> None:
         """A second probe after the successful one fails the request count."""
@@ -257,11 +315,45 @@ class TestMidstream:
     def test_the_canary_must_connect_at_once(
         self, case_id: str, base: ClientPolicy, n: int
     ) -> None:
-        """Admitted within UPPER_BOUND_SLACK passes; late or refused fails."""
+        """Admitted within AT_ONCE of half the cooldown (plus the quiet path floor) passes;
+        later or refused fails."""
+        cooldown = policy_for(case_id, base).breaker.cooldown
+        prompt = AT_ONCE * cooldown / 2
         assert judge(case_id, *midstream(n, 0.005), base=base)
-        assert judge(case_id, *midstream(n, 0.49), base=base)
-        assert not judge(case_id, *midstream(n, 0.6), base=base)
+        assert judge(case_id, *midstream(n, prompt), base=base)
+        assert not judge(case_id, *midstream(n, prompt + 0.1), base=base)
         assert not judge(case_id, *midstream(n, None), base=base)
+
+    @pytest.mark.parametrize(
+        ("case_id", "base", "n"),
+        [
+            ("SC-BREAKER-13", SEED, K),
+            ("SC-BREAKER-21", PIPELINE, PIPELINE.breaker.min_throughput),
+        ],
+    )
+    def test_unmeasured_noise_allows_the_stated_slack(
+        self, case_id: str, base: ClientPolicy, n: int
+    ) -> None:
+        """Without measured noise the canary may be UNMEASURED_SLACK later, not more."""
+        unmeasured = Noise()
+        cooldown = policy_for(case_id, base).breaker.cooldown
+        prompt = AT_ONCE * cooldown / 2 + UNMEASURED_SLACK
+        assert judge(case_id, *midstream(n, prompt - 0.01), base=base, noise=unmeasured)
+        outcome = check(case_id, *midstream(n, prompt + 0.01), base=base, noise=unmeasured)
+        assert failed(outcome)
+
+    def test_a_canary_the_harness_delayed_is_undecidable(self) -> None:
+        """A canary the client loop held back (a block as long as a cooldown): as late as
+        an open breaker's, so undecidable, never FAIL."""
+        cooldown = policy_for("SC-BREAKER-13").breaker.cooldown
+        atts, deliveries = midstream(K, cooldown + 0.005)
+        last = 0.1 * K + 0.02
+        ev = Evidence(tuple(atts), (), tuple(deliveries))
+        outcome = check(
+            "SC-BREAKER-13", atts, deliveries, noise=noisy(ev, [(last + 0.002, cooldown)]).noise
+        )
+        assert outcome.undecidable
+        assert not outcome.ok
 
     def test_a_retried_stream_fails(self) -> None:
         """A mid-stream failure that is retried breaks the premise (and the commit)."""

@@ -1,0 +1,439 @@
+"""The timing model (``conformance._timing``): the harness's measured lag, a wait as an
+interval, and the in / out / unsure decision every timing check makes.
+
+Also the kit tests' own noise builders (``quiet_noise``, ``noisy_noise``, ``quiet``,
+``noisy``), imported by the check tests: evidence built with a *quiet measured* noise
+exercises the measured path the runner takes, ``Noise()`` the unmeasured one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import pytest
+
+from conformance import Evidence
+from conformance import _timing as timing
+from conformance._timing import (
+    AT_ONCE,
+    LAG_FACTOR,
+    LOWER_FLOOR,
+    PATH_FLOOR,
+    UNMEASURED_SLACK,
+    LagSeries,
+    Noise,
+    Wait,
+    at_once,
+    decide,
+    seen_from,
+    span,
+    wait_between,
+    wait_from,
+)
+from fake_servers import Attempt, SentEvent
+from fake_servers._noise import PROBE_INTERVAL
+
+SOURCES = ("server", "proxy", "client")
+QUIET_LAG = 0.0005  # each quiet wake-up's lateness: a machine doing nothing else
+REACH = 2 * PROBE_INTERVAL  # how far around a moment a block still counts
+BLOCK = 0.2  # a heavy block: a full garbage collection of a big process, a busy core
+
+Block = tuple[float, float]  # (when the blocked wake-up was due, how late it came)
+
+
+# -- the kit tests' noise ---------------------------------------------------------------
+
+
+def _rows(
+    start: float, end: float, lag: float, blocks: Sequence[Block]
+) -> list[tuple[float, float]]:
+    """One probe's (due, woke) records over [start, end], as ``LagProbe`` makes them:
+    a wake-up every PROBE_INTERVAL ``lag`` late; a block is one wake-up that came its
+    seconds late, the next due half an interval after it woke."""
+    pending = sorted(blocks)
+    rows: list[tuple[float, float]] = []
+    i, due = 0, start
+    while due <= end:
+        if pending and pending[0][0] <= due:
+            at, seconds = pending.pop(0)
+            rows.append((at, at + seconds))
+            start, i = at + seconds + PROBE_INTERVAL / 2, 0
+        else:
+            rows.append((due, due + lag))
+            i += 1
+        due = start + i * PROBE_INTERVAL
+    return rows
+
+
+@functools.cache
+def quiet_noise(start: float, end: float, lag: float = QUIET_LAG) -> Noise:
+    """Measured and quiet: every loop woke ``lag`` late every 5 ms across [start, end]."""
+    return noisy_noise(start, end, (), lag=lag)
+
+
+def noisy_noise(
+    start: float,
+    end: float,
+    blocks: Iterable[Block],
+    source: str = "client",
+    lag: float = QUIET_LAG,
+) -> Noise:
+    """Quiet noise over [start, end], except that the ``source`` loop was blocked for
+    each (at, seconds) in ``blocks``."""
+    blocked = tuple(blocks)
+    return Noise.from_ledger(
+        {s: _rows(start, end, lag, blocked if s == source else ()) for s in SOURCES}
+    )
+
+
+def record_times(ev: Evidence) -> list[float]:
+    """Every moment the evidence records."""
+    times: list[float] = []
+    for a in ev.attempts:
+        times += [a.arrived_at, *(e.at for e in a.events)]
+        times += [t for t in (a.headers_at, a.ended_at) if t is not None]
+    for c in ev.connections:
+        times += [c.opened_at, *([c.closed_at] if c.closed_at is not None else [])]
+    times += [d.at for d in ev.deliveries]
+    return times
+
+
+def _covering(ev: Evidence) -> tuple[float, float]:
+    times = record_times(ev) or [0.0]
+    return math.floor(min(times)) - 1.0, math.ceil(max(times)) + 1.0
+
+
+def quiet(ev: Evidence, lag: float = QUIET_LAG) -> Evidence:
+    """``ev`` with quiet measured noise across its records (and a second either side)."""
+    return replace(ev, noise=quiet_noise(*_covering(ev), lag))
+
+
+def noisy(ev: Evidence, blocks: Iterable[Block], source: str = "client") -> Evidence:
+    """``ev`` with quiet measured noise across its records but for ``blocks``."""
+    return replace(ev, noise=noisy_noise(*_covering(ev), blocks, source))
+
+
+# -- records ----------------------------------------------------------------------------------
+
+
+def attempt(
+    arrived: float,
+    *,
+    headers: float | None = None,
+    events: Sequence[float] = (),
+    ended: float | None = None,
+) -> Attempt:
+    return Attempt(
+        seq=1,
+        number=1,
+        method="GET",
+        path="/v1/stream",
+        query="",
+        headers=(),
+        body_size=0,
+        body_sha256="",
+        arrived_at=arrived,
+        status=503,
+        headers_at=headers,
+        events=tuple(SentEvent(i, "data", None, "x", at) for i, at in enumerate(events, 1)),
+        ended_at=ended,
+        end="completed" if ended is not None else None,
+    )
+
+
+QUIET = quiet_noise(0.0, 10.0)
+UNMEASURED = Noise()
+# What quiet noise adds: three loops QUIET_LAG late at every moment.
+QUIET_MOMENT = 3 * QUIET_LAG
+QUIET_UPPER = PATH_FLOOR + LAG_FACTOR * 2 * QUIET_MOMENT  # two moments: failure, next attempt
+QUIET_SPAN_UPPER = PATH_FLOOR + LAG_FACTOR * QUIET_MOMENT  # one moment: the end stamp
+QUIET_LOWER = LOWER_FLOOR + LAG_FACTOR * QUIET_LAG  # the server loop only
+
+
+class TestTheNoiseBuilders:
+    def test_quiet_noise_is_measured_and_small_everywhere(self) -> None:
+        """Every loop sampled every 5 ms, each wake-up QUIET_LAG late."""
+        assert QUIET.measured
+        assert {s.source for s in QUIET.series} == set(SOURCES)
+        assert all(len(s.due) == 2001 for s in QUIET.series)
+        assert QUIET.lag(3.0, 3.5) == pytest.approx(QUIET_MOMENT)
+
+    def test_a_block_is_one_late_wake_up_then_none_until_it_ends(self) -> None:
+        """A block leaves one late record; the probe resumes after it, as LagProbe does."""
+        noise = noisy_noise(0.0, 2.0, [(1.0, BLOCK)])
+        client = next(s for s in noise.series if s.source == "client")
+        i = client.due.index(1.0)
+        assert client.lag[i] == pytest.approx(BLOCK)
+        assert client.due[i + 1] == pytest.approx(1.0 + BLOCK + PROBE_INTERVAL / 2)
+        assert noise.source_lag("server", 1.1) == pytest.approx(QUIET_LAG)
+
+
+class TestDecide:
+    @pytest.mark.parametrize(
+        ("least", "most", "expected"),
+        [
+            (0.20, 0.25, "in"),  # inside
+            (0.15, 0.35, "in"),  # wider than the bounds, within a flaw's size of each
+            (0.31, 0.40, "out"),  # wholly above
+            (0.10, 0.19, "out"),  # wholly below
+            (0.31, 5.00, "out"),  # wholly above however wide: the client broke it
+            (0.25, 0.40, "unsure"),  # reaches high + resolution
+            (0.25, 0.3999, "in"),  # just short of it
+            (0.10, 0.25, "unsure"),  # reaches low - resolution
+            (0.1001, 0.25, "in"),  # just short of it
+        ],
+    )
+    def test_the_truth_table(self, least: float, most: float, expected: str) -> None:
+        """Against [0.2, 0.3] with a 0.1 s flaw: out only when the whole interval is past a
+        bound, unsure when it reaches a flaw's size past one, else in."""
+        assert decide(Wait(least, most, (least + most) / 2), 0.2, 0.3, 0.1) == expected
+
+    def test_the_lower_side_counts_only_where_so_short_a_wait_can_exist(self) -> None:
+        """A flaw below ``low - resolution < 0`` is no wait at all: nothing to hide."""
+        wide = Wait(-1.0, 0.06, 0.03)
+        assert decide(wide, 0.05, 0.1, 0.1) == "in"
+        assert decide(Wait(0.0, 0.15, 0.1), 0.1, 0.2, 0.1) == "unsure"  # low - resolution == 0
+        assert decide(wide, -math.inf, 0.1, 0.1) == "in"
+
+    def test_an_open_upper_bound_is_never_unsure_above(self) -> None:
+        """``high = inf`` (waited at least): only the lower side can be unsure."""
+        assert decide(Wait(0.6, 100.0, 1.0), 0.5, math.inf, 0.25) == "in"
+        assert decide(Wait(0.2, 100.0, 1.0), 0.5, math.inf, 0.25) == "unsure"
+        assert decide(Wait(0.1, 0.4, 0.3), 0.5, math.inf, 0.25) == "out"
+
+    @pytest.mark.parametrize(
+        ("least", "most", "expected"),
+        [(-10.0, 10.0, "in"), (0.25, 0.40, "in"), (0.10, 0.25, "in"), (0.31, 9.0, "out")],
+    )
+    def test_unmeasured_is_never_unsure(self, least: float, most: float, expected: str) -> None:
+        """Without measured noise the stated slacks apply: in or out, never undecidable."""
+        assert decide(Wait(least, most, 0.25, known=False), 0.2, 0.3, 0.1) == expected
+
+
+def series(*rows: tuple[float, float], source: str = "client") -> LagSeries:
+    return LagSeries.from_rows(source, rows)
+
+
+class TestLagSeries:
+    def test_rows_are_ordered_and_an_early_wake_up_is_not_late(self) -> None:
+        """Rows in any order; a wake-up before its due time counts as 0 lag."""
+        s = series((2.0, 2.001), (1.0, 0.999))
+        assert s.due == (1.0, 2.0)
+        assert s.lag == pytest.approx((0.0, 0.001))
+
+    def test_a_block_that_started_before_the_window_counts(self) -> None:
+        """Pending at any time in the window: due before it, still late inside it."""
+        s = series((1.0, 1.0 + BLOCK))
+        assert s.worst(1.1, 1.15) == pytest.approx(BLOCK)
+        assert s.worst(1.0 + BLOCK + REACH - 0.001, 2.0) == pytest.approx(BLOCK)
+        assert s.worst(1.0 + BLOCK + REACH + 0.001, 2.0) == 0.0
+
+    def test_a_block_due_just_after_the_window_counts(self) -> None:
+        """A block within REACH after a moment still delays what happened at it."""
+        s = series((1.0, 1.0 + BLOCK))
+        assert s.worst(0.5, 1.0 - REACH + 0.001) == pytest.approx(BLOCK)
+        assert s.worst(0.5, 1.0 - REACH - 0.001) == 0.0
+        assert s.worst(1.0 - REACH + 0.001, 1.0 - REACH + 0.001) == pytest.approx(BLOCK)
+
+    def test_the_worst_of_several_and_an_empty_series(self) -> None:
+        """The largest lag pending in the window; no records, no lag."""
+        s = series((1.0, 1.01), (1.005, 1.035), (3.0, 3.5))
+        assert s.worst(0.9, 1.1) == pytest.approx(0.03)
+        assert s.worst(0.0, 5.0) == pytest.approx(0.5)
+        assert series().worst(0.0, 5.0) == 0.0
+
+    def test_the_summary(self) -> None:
+        """Samples, median, p99 and max; an empty series says it has no samples."""
+        s = series(*((float(i), i + 0.001) for i in range(99)), (99.0, 99.05))
+        assert s.summary() == {"samples": 100, "p50": 0.001, "p99": 0.05, "max": 0.05}
+        assert series().summary() == {"samples": 0}
+
+
+def noise(**lags: Sequence[tuple[float, float]]) -> Noise:
+    return Noise.from_ledger(lags)
+
+
+class TestNoise:
+    def test_unmeasured_noise_states_its_slacks(self) -> None:
+        """``Noise()``: the stated unmeasured slacks, no lag, a headline saying so."""
+        assert not UNMEASURED.measured
+        assert not noise(server=[]).measured
+        assert UNMEASURED.upper_slack((1.0, 1.0)) == UNMEASURED_SLACK
+        assert UNMEASURED.worst_slack() == UNMEASURED_SLACK
+        assert UNMEASURED.lower_slack(1.0) == LOWER_FLOOR
+        assert UNMEASURED.lag(0.0, 100.0) == 0.0
+        assert UNMEASURED.headline() == "harness lag not measured"
+
+    def test_the_lag_of_a_moment_sums_the_loops(self) -> None:
+        """One path crosses the server, proxy and client loops in turn: their lags add."""
+        n = noise(server=[(1.0, 1.01)], proxy=[(1.0, 1.02)], client=[(1.0, 1.04)])
+        assert n.lag(1.0) == pytest.approx(0.07)
+        assert n.source_lag("proxy", 1.0) == pytest.approx(0.02)
+        assert n.source_lag("nowhere", 1.0) == 0.0
+
+    def test_the_upper_slack_is_the_floor_plus_the_lag_of_each_moment(self) -> None:
+        """PATH_FLOOR, plus LAG_FACTOR times the lag at every moment the path crossed."""
+        n = noise(server=[(1.0, 1.01), (2.0, 2.0)], client=[(1.0, 1.0), (2.0, 2.04)])
+        assert n.upper_slack((1.0, 1.0)) == pytest.approx(PATH_FLOOR + LAG_FACTOR * 0.01)
+        both = n.upper_slack((1.0, 1.0), (2.0, 2.0))
+        assert both == pytest.approx(PATH_FLOOR + LAG_FACTOR * 0.05)
+        assert n.worst_slack() == pytest.approx(PATH_FLOOR + LAG_FACTOR * (0.01 + 0.04))
+
+    def test_the_lower_slack_counts_the_server_loop_only(self) -> None:
+        """The lower bound's stamps are the server's: a blocked client loop leaves it alone."""
+        client_block = noisy_noise(0.0, 2.0, [(1.0, BLOCK)], "client")
+        server_block = noisy_noise(0.0, 2.0, [(1.0, BLOCK)], "server")
+        assert client_block.lower_slack(1.1) == pytest.approx(QUIET_LOWER)
+        assert server_block.lower_slack(1.1) == pytest.approx(LOWER_FLOOR + LAG_FACTOR * BLOCK)
+
+    def test_the_headline_and_json_show_each_loop(self) -> None:
+        """Each loop's p99 and max in the headline; only wake-ups 2 ms late in the JSON."""
+        n = noisy_noise(0.0, 1.0, [(0.5, 0.03)])
+        assert "client loop p99 " in n.headline()
+        assert "max 30.0 ms" in n.headline()
+        late = n.to_json()["late_wakeups"]
+        assert late["client"] == [[0.5, 0.03]]
+        assert late["server"] == late["proxy"] == []
+        assert set(n.to_json()["summary"]) == set(SOURCES)
+
+
+class TestSeenFrom:
+    def test_the_last_record_before_the_final_write(self) -> None:
+        """The latest of the arrival, the headers and the last event."""
+        assert seen_from(attempt(1.0)) == 1.0
+        assert seen_from(attempt(1.0, headers=1.01)) == 1.01
+        assert seen_from(attempt(1.0, headers=1.01, events=(1.02, 1.2))) == 1.2
+
+
+class TestWaitBetween:
+    failed = attempt(1.0, headers=1.001, ended=1.05)
+    nxt = attempt(1.5)
+
+    def test_quiet_noise(self) -> None:
+        """Measured from the failure's end; least takes the quiet path floor and lag off;
+        most counts from the earliest the client could have seen it, plus the lower slack."""
+        wait = wait_between(self.failed, self.nxt, QUIET)
+        assert wait.known
+        assert wait.measured == pytest.approx(0.45)
+        assert wait.least == pytest.approx(0.45 - QUIET_UPPER)
+        assert wait.most == pytest.approx(0.499 + QUIET_LOWER)
+        assert wait.noise == pytest.approx(QUIET_UPPER)
+
+    def test_a_scripted_hold_is_not_waiting(self) -> None:
+        """Seconds the script held the answer back count from the arrival on, not as waiting."""
+        wait = wait_between(self.failed, self.nxt, QUIET, held=0.03)
+        assert wait.most == pytest.approx(0.47 + QUIET_LOWER)
+        assert wait.measured == pytest.approx(0.45)
+
+    def test_a_failure_never_ended_counts_from_when_it_could_be_seen(self) -> None:
+        """No end stamp: the wait is measured from the earliest moment instead."""
+        wait = wait_between(attempt(1.0, headers=1.001), self.nxt, QUIET)
+        assert wait.measured == pytest.approx(0.499)
+
+    def test_least_never_exceeds_most(self) -> None:
+        """A hold longer than the recorded answer cannot make the interval empty."""
+        wait = wait_between(attempt(1.0, ended=1.001), attempt(1.5), QUIET, held=0.3)
+        assert wait.least == wait.most == pytest.approx(0.2 + QUIET_LOWER)
+
+    def test_unmeasured(self) -> None:
+        """Without measured noise: the stated 0.5 s slack, and the interval is not known."""
+        wait = wait_between(self.failed, self.nxt, UNMEASURED)
+        assert not wait.known
+        assert wait.least == pytest.approx(0.45 - UNMEASURED_SLACK)
+        assert wait.most == pytest.approx(0.499 + LOWER_FLOOR)
+
+    def test_a_block_where_the_failure_ended_lowers_least_only(self) -> None:
+        """The client loop blocked as the failure ended: the client may have waited that
+        much less than measured; the server's stamps still bound it from above."""
+        blocked = noisy_noise(0.0, 3.0, [(1.04, BLOCK)])
+        wait = wait_between(self.failed, self.nxt, blocked)
+        assert wait.least == pytest.approx(0.45 - QUIET_UPPER - LAG_FACTOR * (BLOCK - QUIET_LAG))
+        assert wait.most == pytest.approx(0.499 + QUIET_LOWER)
+
+    def test_a_server_block_at_the_failure_raises_most(self) -> None:
+        """A late server stamp of the failure: the client may have seen it earlier."""
+        blocked = noisy_noise(0.0, 3.0, [(1.0, BLOCK)], "server")
+        wait = wait_between(self.failed, self.nxt, blocked)
+        assert wait.most == pytest.approx(0.499 + LOWER_FLOOR + LAG_FACTOR * BLOCK)
+
+    def test_a_block_while_the_client_waited_is_not_counted(self) -> None:
+        """Lag far from both moments delayed neither: the interval stays quiet."""
+        blocked = noisy_noise(0.0, 3.0, [(1.2, 0.1)])
+        assert wait_between(self.failed, self.nxt, blocked) == wait_between(
+            self.failed, self.nxt, QUIET
+        )
+
+    def test_a_block_that_ended_as_the_next_attempt_arrived_is_counted(self) -> None:
+        """A timer that fired late, at the end of a block, sends the next attempt late."""
+        blocked = noisy_noise(0.0, 3.0, [(1.3, BLOCK - 0.005)])
+        wait = wait_between(self.failed, self.nxt, blocked)
+        assert wait.least < 0.45 - QUIET_UPPER - BLOCK
+
+
+class TestWaitFrom:
+    def test_the_herds_cut(self) -> None:
+        """From the latest cut (least) and the earliest (most) to the reconnect."""
+        wait = wait_from(1.002, 1.0, 2.0, QUIET)
+        assert wait.measured == pytest.approx(0.998)
+        assert wait.least == pytest.approx(0.998 - QUIET_UPPER)
+        assert wait.most == pytest.approx(1.0 + QUIET_LOWER)
+
+
+class TestSpan:
+    def test_quiet(self) -> None:
+        """Between two server stamps: the end can trail by the path floor and lag, the
+        start by the server's lag."""
+        wait = span(1.0, 1.3, QUIET)
+        assert wait.measured == pytest.approx(0.3)
+        assert wait.least == pytest.approx(0.3 - QUIET_SPAN_UPPER)
+        assert wait.most == pytest.approx(0.3 + QUIET_LOWER)
+
+    def test_only_the_lag_at_the_end_lowers_least(self) -> None:
+        """A block at the end widens the interval down; one at the start does not."""
+        at_end = span(1.0, 1.3, noisy_noise(0.0, 3.0, [(1.25, BLOCK)]))
+        at_start = span(1.0, 1.3, noisy_noise(0.0, 3.0, [(0.95, 0.06)]))
+        assert at_end.least == pytest.approx(
+            0.3 - QUIET_SPAN_UPPER - LAG_FACTOR * (BLOCK - QUIET_LAG)
+        )
+        assert at_start == span(1.0, 1.3, QUIET)
+
+    def test_unmeasured(self) -> None:
+        """The stated slacks, not known."""
+        wait = span(1.0, 1.3, UNMEASURED)
+        assert (wait.least, wait.most, wait.known) == pytest.approx(
+            (0.3 - UNMEASURED_SLACK, 0.3 + LOWER_FLOOR, False)
+        )
+
+
+class TestAtOnce:
+    resolution = 0.2  # at once: within AT_ONCE of it, 50 ms
+
+    def test_a_prompt_reaction_is_in(self) -> None:
+        """Within AT_ONCE of the resolution, plus the quiet path floor."""
+        assert at_once(1.0, 1.01, QUIET, self.resolution) == "in"
+        late = AT_ONCE * self.resolution + QUIET_SPAN_UPPER - 0.001
+        assert at_once(1.0, 1.0 + late, QUIET, self.resolution) == "in"
+
+    def test_a_late_reaction_is_out(self) -> None:
+        """Later than that on a quiet machine: out, however early the flaw would be."""
+        late = AT_ONCE * self.resolution + QUIET_SPAN_UPPER + 0.001
+        assert at_once(1.0, 1.0 + late, QUIET, self.resolution) == "out"
+
+    def test_a_reaction_delayed_by_a_block_is_unsure(self) -> None:
+        """A block at its end: as late as a flaw, but the harness may have made it so."""
+        blocked = noisy_noise(0.0, 3.0, [(1.0, 0.3)])
+        assert at_once(1.0, 1.3, blocked, self.resolution) == "unsure"
+
+    def test_unmeasured_allows_the_stated_slack(self) -> None:
+        """Without measured noise: in up to UNMEASURED_SLACK late, then out; never unsure."""
+        high = AT_ONCE * self.resolution
+        assert at_once(1.0, 1.0 + high + UNMEASURED_SLACK - 0.01, UNMEASURED, 0.2) == "in"
+        assert at_once(1.0, 1.0 + high + UNMEASURED_SLACK + 0.01, UNMEASURED, 0.2) == "out"
+
+
+def test_the_reach_is_two_probe_intervals() -> None:
+    """The tests' REACH is the model's."""
+    assert timing._REACH == REACH
