@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from fake_servers._clock import now
 from fake_servers._ledger import Connection, ConnectionEnd, ConnectionWriter, Ledger
+from fake_servers._noise import LagProbe
 
 __all__ = ["Direction", "Fault", "FaultKind", "FaultProxy"]
 
@@ -162,6 +163,7 @@ class FaultProxy:
         self._accepting = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._lag = LagProbe(self.ledger, "proxy")
 
     @property
     def url(self) -> str:
@@ -201,6 +203,18 @@ class FaultProxy:
         self.stop()
 
     # -- control (from the test thread) ----------------------------------------
+    def measure_lag(self, on: bool = True) -> None:
+        """Record the proxy's event-loop lag into its ledger (source ``proxy``), or stop.
+
+        The probe (``fake_servers._noise``) runs until turned off or the proxy stops.
+        """
+        if self._loop is None:
+            raise RuntimeError("the proxy is not running")
+        if on:
+            self._lag.start(self._loop)
+        else:
+            self._lag.stop()
+
     def offline(self) -> None:
         """Close the listener (new connects are refused) and RST every open connection."""
         self._call(self._go_offline)
@@ -294,6 +308,8 @@ class FaultProxy:
         await self._cut_all("offline")
 
     async def _shutdown(self) -> None:
+        self._lag.cancel_now()
+        self._lag = LagProbe(self.ledger, "proxy")  # for a start() after this stop
         self._close_listener()
         await self._cut_all("proxy")
         me = asyncio.current_task()
