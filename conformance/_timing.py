@@ -281,7 +281,9 @@ AT_ONCE = 0.25
 def at_once(start: float, end: float, noise: Noise, resolution: float) -> Decision:
     """A reaction from ``start`` to a server stamp ``end`` was prompt: within AT_ONCE of
     ``resolution`` (the smallest lateness that is the flaw, e.g. a backoff waited out)."""
-    return decide(span(start, end, noise), -math.inf, AT_ONCE * resolution, resolution)
+    # Undecidable from the flaw itself on: a reaction that could be ``resolution`` late.
+    limit = AT_ONCE * resolution
+    return decide(span(start, end, noise), -math.inf, limit, resolution - limit)
 
 
 def ms(seconds: float) -> str:

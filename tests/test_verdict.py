@@ -262,15 +262,6 @@ def test_delays_at_one_spot_of_their_envelopes_have_no_jitter() -> None:
     assert musts(judge(_at_lower_edges(0.0), profile=profile)) == {"V-BACKOFF-NO-JITTER"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "production: _judges_backoff._envelope places each delay by wait.most, which now "
-        "carries the lower slack (LOWER_FLOOR, 2 ms): a constant offset that moves retry "
-        "1's position (0.1 s envelope) by 0.02, the whole JITTER_BAND, so a fixed delay "
-        "2 ms after the lower edge (flagged before 81d9dfe) is no longer flagged"
-    ),
-)
 def test_delays_2_ms_after_their_lower_edges_have_no_jitter() -> None:
     """The data of the test before 81d9dfe: each retry 2 ms after its lower edge."""
     profile = _profile()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from conformance._profiles import Profile
-from conformance._timing import Noise, Wait, wait_between
+from conformance._timing import Noise, Wait, seen_from, wait_between
 from conformance.reference._config import ClientPolicy
 from fake_servers._ledger import Attempt
 from fake_servers._script import Respond, Scenario, Step, Stream
@@ -265,3 +265,8 @@ class _Wait:
     @property
     def least(self) -> float:
         return self._wait.least
+
+    @property
+    def ceiling(self) -> float:
+        """``most`` without its lower-bound slack: the best point for a position."""
+        return self._wait.most - self.noise.lower_slack(seen_from(self.prev.a))

@@ -110,7 +110,7 @@ def _envelope(ins: _Inputs) -> Iterator[Finding]:
                     call=number,
                 )
             elif high - low >= JITTER_MIN_SPAN:
-                positions.append(min(max((wait.most - low) / (high - low), 0.0), 1.0))
+                positions.append(min(max((wait.ceiling - low) / (high - low), 0.0), 1.0))
                 judged.append(nxt.seq)
         # Under the declared jitter positions are uniform: n of them inside one band of
         # width w has probability below n * w**(n-1) (8e-7 for 5 in 0.02).
