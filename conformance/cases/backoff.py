@@ -83,7 +83,7 @@ JITTER_OUTLIERS = 0.1  # of the waits, on each side, that no rule counts
 # HERD_RANGE of the jitter span, and no window of HERD_WINDOW x the span may hold
 # more of them than uniform jitter would put there with probability HERD_RISK.
 HERD_CLIENTS = 50
-HERD_SPAN = 0.4
+HERD_SPAN = 0.6  # the cut's own burst widens every interval by up to ~0.12 s (quiet)
 HERD_RANGE = 0.6
 HERD_WINDOW = 0.2
 HERD_RISK = 1e-7
