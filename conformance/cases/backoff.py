@@ -272,9 +272,11 @@ def jitter_outcome(
       bottom JITTER_FLOOR.
 
     It passes on sure evidence too: the waits surely spread over JITTER_RANGE of the
-    span (trimmed the same way), some wait surely in the top part and some surely in
-    the bottom part, and at most ``k`` that could be beyond the end. Anything between
-    is undecidable (the measured noise hides it).
+    span (the second largest ``least`` against the second smallest ``most``: sure
+    spread is sound by construction, so one outlier a side is enough to set aside),
+    some wait surely in the top part and some surely in the bottom part, and at most
+    ``k`` that could be beyond the end. Anything between is undecidable (the measured
+    noise hides it).
 
     Args:
         samples: One first-retry wait per independent client.
@@ -292,7 +294,7 @@ def jitter_outcome(
     leasts = sorted(w.least for w in samples)
     mosts = sorted(w.most for w in samples)
     could_spread = mosts[-(k + 1)] - leasts[k]
-    sure_spread = leasts[-(k + 1)] - mosts[k]
+    sure_spread = leasts[-2] - mosts[1] if n > 2 else 0.0
     top_at, bottom_at = low + (1 - JITTER_EDGE) * span, low + JITTER_FLOOR * span
     decisions = [decide(w, low, high, JITTER_RESOLUTION * span) for w in samples]
     out, open_ = decisions.count("out"), decisions.count("unsure")
