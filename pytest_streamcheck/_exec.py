@@ -8,9 +8,13 @@ every ``HarnessError``.
 
 Any breach (a bad line, an exit, a command or stream left unanswered) ends the
 process: the kit cannot trust it any more, and the runner starts a fresh adapter
-for the next case. The line format and the event vocabulary are checked by the pure
-functions of ``_exec_protocol`` (``parse_event``, ``parse_hello``, ``stream_command``),
-re-exported here so that every name keeps its import path.
+for the next case. Whatever the process started goes with it: it runs in a session
+of its own, and stopping it kills its process group and every process that still
+carries its ``STREAMCHECK_EXEC_CLIENT`` mark (see ``_leftovers``).
+
+The line format and the event vocabulary are checked by the pure functions of
+``_exec_protocol`` (``parse_event``, ``parse_hello``, ``stream_command``), re-exported
+here so that every name keeps its import path.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import shlex
 import signal
 from collections import deque
@@ -57,6 +62,10 @@ EXIT_GRACE = 1.0  # after stdout closed: seconds to let the process exit on its 
 PIPE_GRACE = 1.0  # after the exit: seconds to read what is left in the pipes
 TAIL_IN_MESSAGES = 20  # stderr lines quoted in an error message
 QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
+# Set in the client's environment to a value of its own, and so inherited by every
+# process it starts: what finds a grandchild that left the process group and lost
+# its parent (the kit kills what still carries it when the client stops).
+CLIENT_MARK = "STREAMCHECK_EXEC_CLIENT"
 
 
 def _quote(line: bytes) -> str:
@@ -133,6 +142,7 @@ class ExecAdapter:
         self.command_timeout = command_timeout
         self.stream_timeout = stream_timeout
         self._env = {**os.environ, **env} if env is not None else None
+        self._mark_value = f"{os.getpid()}-{secrets.token_hex(8)}"  # this adapter's alone
         self._stderr: deque[str] = deque(maxlen=stderr_lines)
         self._info: AdapterInfo | None = None
         self._proc: asyncio.subprocess.Process | None = None
@@ -297,6 +307,21 @@ class ExecAdapter:
             # Not proc.kill(): the transport's close() kills only a process it sees
             # running, and never reaps one the child watcher is about to reap.
             _close_transport(self._proc)
+            self._kill_leftovers()
+
+    def _kill_leftovers(self) -> None:
+        """SIGKILL what the process started: its group (it leads a session of its own),
+        and every live process carrying its mark, its descendants too (a grandchild that
+        called setsid and outlived its parent is in neither the group nor its tree)."""
+        assert self._proc is not None
+        # The group id is the client's pid. While a member lives, the kernel hands that
+        # pid to no one else; once none does, there is no group to signal (an unrelated
+        # group would need the very pid, which comes round again only when pids wrap).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        for pid in _leftovers(f"{CLIENT_MARK}={self._mark_value}".encode()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
     # -- starting ----------------------------------------------------------------------------
     async def _launch(self) -> None:
@@ -306,8 +331,9 @@ class ExecAdapter:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=self._env,
+                env={**(self._env or os.environ), CLIENT_MARK: self._mark_value},
                 limit=LINE_LIMIT,
+                start_new_session=True,  # its children in its group, away from the kit's
             )
         except OSError as exc:
             raise HarnessError(f"{self._who}: cannot start the command: {exc}") from exc
@@ -522,6 +548,9 @@ class ExecAdapter:
             proc.stdin.close()  # EOF on stdin also tells it to go
         if not polite or not await self._wait_exit(SHUTDOWN_GRACE):
             await self._terminate(proc)
+        # Its children had the shutdown grace to go with it; what is left is killed
+        # (before the pipes are drained: a grandchild may be holding them open).
+        self._kill_leftovers()
         await self._close_pipes(proc)
 
     async def _terminate(self, proc: asyncio.subprocess.Process) -> None:
@@ -556,6 +585,50 @@ class ExecAdapter:
                 async with asyncio.timeout(PIPE_GRACE):
                     await proc.stdin.wait_closed()
         _close_transport(proc)
+
+
+def _leftovers(mark: bytes) -> set[int]:
+    """Live processes (zombies aside) whose environment holds ``mark``, and their
+    descendants by the parent chain (a child that cleared its environment).
+
+    Read from /proc, so Linux only; elsewhere the process group is all the kit kills.
+    A process of another user, or one that exits meanwhile, is skipped.
+    """
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return set()
+    parents = {pid: parent for pid in pids if (parent := _live_parent(pid)) is not None}
+    found = {pid for pid in parents if _carries(pid, mark)}
+    grew = True
+    while grew:  # add children of what was found until nothing new turns up
+        more = {pid for pid, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    found.discard(os.getpid())
+    return found
+
+
+def _live_parent(pid: int) -> int | None:
+    """The parent pid of a live process; None for a zombie or a process now gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # After the command name, in parentheses (which may hold anything): state, ppid.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 2 or fields[0] == b"Z":
+        return None
+    return int(fields[1])
+
+
+def _carries(pid: int, mark: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return mark in f.read().split(b"\0")
+    except OSError:  # another user's process, or gone
+        return False
 
 
 def _close_transport(proc: asyncio.subprocess.Process) -> None:

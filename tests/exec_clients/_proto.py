@@ -20,6 +20,18 @@ def hello(name: str) -> None:
     emit(type="hello", protocol=1, name=name, version="0.0.1", capabilities=CAPABILITIES)
 
 
+def answer(command: dict[str, Any], name: str) -> bool:
+    """Answer ``hello``, ``configure`` and ``reset`` as a well-behaved client does;
+    False for any other command (the caller's to handle)."""
+    if command["cmd"] == "hello":
+        hello(name)
+    elif command["cmd"] in ("configure", "reset"):
+        emit(type="configured" if command["cmd"] == "configure" else "reset")
+    else:
+        return False
+    return True
+
+
 def say(message: str) -> None:
     """A note on stderr, which the kit keeps and quotes when something breaks."""
     print(message, file=sys.stderr, flush=True)
