@@ -159,8 +159,12 @@ def build_report(
     s = state.settings
     client = next((r.get("client") for r in rows if r.get("client")), None) or {"name": s.target}
     counts = Counter(r["verdict"] for r in rows)
+    # A run that judged nothing (every case UNSUPPORTED, or none selected) shows no
+    # conformance at all: it is never reported as conformant.
+    judged = counts["PASS"] + counts["FAIL"] + counts["NON-STRICT"]
     conformant = (
-        counts["FAIL"] == 0
+        judged > 0
+        and counts["FAIL"] == 0
         and counts["ERROR"] == 0
         and counts["INCONCLUSIVE"] == 0
         and (not s.strict or counts["NON-STRICT"] == 0)

@@ -2,18 +2,22 @@
 
 The adapter lives on a private event loop in its own thread, so a client that
 blocks its loop cannot hang the suite: the calling thread waits with a hard time
-limit, reports ERROR, and the next case gets a fresh loop and adapter.
+limit, reports ERROR, and the next case gets a fresh loop and adapter. Two breakages
+end the run's cases at once instead (each later case is an ERROR saying why): a loop
+blocked by a synchronous call (the kit cannot take a thread back), and a client that
+cannot be started again after it broke.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
+import time
 import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -26,7 +30,7 @@ from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
 from fake_servers._noise import LagProbe
 from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
 
-__all__ = ["CaseResult", "HarnessError", "Rejudged", "SuiteRunner"]
+__all__ = ["CaseResult", "HarnessError", "LoopBlocked", "Rejudged", "SuiteRunner"]
 
 T = TypeVar("T")
 POLL = 0.002  # seconds between looks at the ledger and deliveries while waiting
@@ -35,6 +39,16 @@ SETTLE = 0.5  # seconds to let the server record the end of in-flight attempts
 # richer message (with the client's stderr) is the one users see.
 COMMAND_LIMIT = 15.0
 CLOSE_LIMIT = 5.0
+# A loop that runs no callback at all for this long is blocked by a synchronous call,
+# not busy: the worst lag a loaded machine gives the kit's loops is far below it.
+LOOP_BLOCK_LIMIT = 10.0
+BEAT_INTERVAL = 0.25  # seconds between the heartbeats the adapter's loop runs
+WATCH_SLICE = 0.25  # seconds between looks at the heartbeat while waiting on the loop
+QUIET_BEAT = 1.0  # after a timeout, a loop silent this long is watched until it is judged
+BLOCKED = (
+    "the kit cannot take a blocked thread back (it is left as a daemon thread, which "
+    "does not keep the run from ending)"
+)
 # Re-judging a case the measured noise left undecidable: every duration of its policy
 # times each factor in turn (same ratios, so the same relations are judged, with more
 # room for noise), while the run's re-judging budget lasts (docs/timing.md). A client
@@ -45,6 +59,10 @@ REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all
 
 class HarnessError(Exception):
     """The harness or the adapter broke; the case is ERROR, never FAIL."""
+
+
+class LoopBlocked(HarnessError):
+    """The adapter blocked its event loop; the kit cannot take that thread back."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,26 @@ class CaseResult:
         return data
 
 
+class _Heartbeat:
+    """When the adapter's loop last ran a callback of the kit's (read from any thread).
+
+    A busy loop still beats, late by its lag; a loop that misses every beat for
+    LOOP_BLOCK_LIMIT is stuck in a synchronous call and will not come back.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.last = time.monotonic()
+        loop.call_soon_threadsafe(self._beat)
+
+    def _beat(self) -> None:
+        self.last = time.monotonic()
+        self._loop.call_later(BEAT_INTERVAL, self._beat)
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.last
+
+
 class _Context:
     """The ``CaseContext`` a case plays against; lives on the runner's loop."""
 
@@ -114,6 +152,8 @@ class _Context:
         self.deliveries = DeliveryLog()
         self._adapter = runner.adapter
         self._streams: dict[str, tuple[asyncio.Task[None], StreamSink]] = {}
+        self._started: dict[str, float] = {}  # when each stream was started
+        self._overdue: dict[str, float] = {}  # streams waited on in vain, and for how long
         self.failures: list[str] = []  # adapter exceptions: harness errors
 
     def start(self, request: StreamRequest) -> None:
@@ -121,12 +161,15 @@ class _Context:
         adapter_request = AdapterRequest(self.proxy.url + request.path, request)
         task = asyncio.get_running_loop().create_task(self._run(adapter_request, sink))
         self._streams[request.stream] = (task, sink)
+        self._started[request.stream] = now()
 
     async def _run(self, request: AdapterRequest, sink: StreamSink) -> None:
         try:
             await self._adapter.stream(request, sink)
         except asyncio.CancelledError:
             raise
+        except HarnessError as exc:  # the adapter's own account (an exec client's stderr)
+            self.failures.append(str(exc))
         except Exception as exc:  # the adapter broke, not the client
             self.failures.append(
                 f"adapter.stream raised {type(exc).__name__}: {exc}\n"
@@ -134,9 +177,46 @@ class _Context:
             )
 
     async def wait_ended(self, stream: str, timeout: float) -> bool:
-        return await self.wait_until(
+        ended = await self.wait_until(
             lambda: self.deliveries.ended(stream) or self._gone(stream), timeout
         )
+        if not ended:
+            self._overdue.setdefault(stream, timeout)
+        return ended
+
+    def hung(self) -> str | None:
+        """Why the adapter, not the client, is to blame for a stream the case waited on.
+
+        A case waits with ``wait_ended`` only for a stream it expects to end. When that
+        wait ran out and, as the case ends, the adapter's ``stream()`` call is still
+        running, nothing at all (not even a state) was delivered for the stream, and no
+        request reached the proxy or the server after it was started, then the client
+        never acted on it: the adapter hung. Anything short of that (a stream it
+        cancelled or never waited on, a client that sent a request or reported a state
+        and then went quiet) is the client's to answer for, and its check judges it.
+        """
+        for stream, waited in self._overdue.items():
+            if self._never_acted_on(stream):
+                # One first line for every case it happens to: the summary groups by it.
+                return (
+                    f"the adapter hung on stream {stream!r}: its adapter.stream() call never "
+                    "returned, delivered nothing and sent no request\n"
+                    f"The case waited {waited:.2f}s for the stream to end; when the case "
+                    "ended, the call was still running, nothing (no chunk, state, done or "
+                    "error) had been delivered for the stream, and no request had reached "
+                    "the proxy or the server since it was started. The adapter or its "
+                    "client hung: this is not judged as a failure of the client"
+                )
+        return None
+
+    def _never_acted_on(self, stream: str) -> bool:
+        entry, since = self._streams.get(stream), self._started.get(stream)
+        if entry is None or since is None or entry[0].done():
+            return False
+        if any(d.stream == stream for d in self.deliveries.all()):
+            return False
+        requested = any(a.arrived_at >= since for a in self.ledger.attempts())
+        return not requested and not any(c.opened_at >= since for c in self.ledger.connections())
 
     def _gone(self, stream: str) -> bool:
         entry = self._streams.get(stream)
@@ -200,48 +280,75 @@ class SuiteRunner:
         self._client_lag: LagProbe
         self._configured: ClientPolicy | None = None
         self._rejudge_left = REJUDGE_BUDGET
+        self._heartbeat: _Heartbeat
+        self._adapter_open = False  # self.adapter is started and not yet closed
+        # Why no further case can be played (a blocked loop, a client that cannot be
+        # restarted): each later case is an ERROR with this reason, at once.
+        self._unusable: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> SuiteRunner:
+        """Start the fake server, the proxy and the adapter; on failure, stop what started."""
         from fake_servers import FaultProxy
 
-        self.server.start()
-        self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
-        # The harness measures its own noise in every loop that stamps or waits.
-        self.server.measure_lag()
-        self.proxy.measure_lag()
-        self._start_adapter()
+        try:
+            self.server.start()
+            self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
+            # The harness measures its own noise in every loop that stamps or waits.
+            self.server.measure_lag()
+            self.proxy.measure_lag()
+            self._start_adapter()
+        except BaseException as exc:
+            if isinstance(exc, LoopBlocked):  # never wait on a blocked loop
+                self._abandon_loop(str(exc))
+            self.close()
+            raise
         return self
 
     def _start_adapter(self) -> None:
-        self._loop = asyncio.new_event_loop()
+        loop = self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
-            target=self._loop.run_forever, name="streamcheck-adapter", daemon=True
+            target=_run_loop, args=(loop,), name="streamcheck-adapter", daemon=True
         )
         self._thread.start()
+        self._heartbeat = _Heartbeat(loop)
         self._client_lag = LagProbe(self.server.ledger, "client")
-        self._client_lag.start(self._loop)
+        self._client_lag.start(loop)
         self._configured = None
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
         self.info = self.adapter.info
+        self._adapter_open = True
 
     async def _make_adapter(self) -> ClientAdapter:
         adapter = self._factory()
         start = getattr(adapter, "start", None)  # e.g. the exec adapter's handshake
         if start is not None:
-            await start()
+            try:
+                await start()
+            except BaseException:  # whoever started it stops it: nothing half started stays
+                with contextlib.suppress(Exception):
+                    await adapter.aclose()
+                raise
         return adapter
 
     def close(self) -> None:
+        """Stop the adapter, its loop, the proxy and the server; idempotent."""
         try:
-            if self._loop is not None:
-                self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
-        except HarnessError:
-            pass
+            self._close_adapter()
         finally:
             self._stop_loop()
-            self.proxy.stop()
-            self.server.stop()
+            try:
+                proxy = getattr(self, "proxy", None)  # unset if start() failed before it
+                if proxy is not None:
+                    proxy.stop()
+            finally:
+                self.server.stop()
+
+    def _close_adapter(self) -> None:
+        if self._adapter_open and self._loop is not None:
+            self._adapter_open = False
+            with contextlib.suppress(HarnessError):
+                self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -256,20 +363,66 @@ class SuiteRunner:
         if not thread.is_alive():
             loop.close()
 
+    def _abandon_loop(self, reason: str) -> None:
+        """Leave a blocked loop behind: no waiting on it, no more cases on this runner.
+
+        Its thread is a daemon, so it never keeps the run from ending; should the
+        blocking call return, the loop stops and closes itself (``_run_loop``).
+        """
+        self._unusable = reason
+        loop, self._loop, self._thread = self._loop, None, None
+        self._adapter_open = False
+        if loop is not None:
+            self._client_lag.stop()
+            with contextlib.suppress(RuntimeError):  # it stopped by itself meanwhile
+                loop.call_soon_threadsafe(loop.stop)
+
     def _call(self, coro: Coroutine[Any, Any, T], timeout: float, doing: str) -> T:
         assert self._loop is not None
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._wait(future, timeout, doing)
         try:
-            return future.result(timeout)
-        except FutureTimeout:
-            future.cancel()
-            raise HarnessError(
-                f"the adapter did not finish {doing} within {timeout:.1f}s"
-            ) from None
+            return future.result()
         except HarnessError:
             raise
         except Exception as exc:
             raise HarnessError(f"{doing} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _wait(self, future: Future[T], timeout: float, doing: str) -> None:
+        """Wait for ``future`` until it is done, the time limit passes, or the loop is
+        seen blocked (then at once: a blocked loop never finishes anything)."""
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                future.cancel()
+                if self._loop_blocked():
+                    raise self._blocked(doing)
+                raise HarnessError(f"the adapter did not finish {doing} within {timeout:.1f}s")
+            concurrent.futures.wait([future], timeout=min(WATCH_SLICE, left))
+            if not future.done() and self._heartbeat.silent_for() >= LOOP_BLOCK_LIMIT:
+                future.cancel()
+                raise self._blocked(doing)
+
+    def _loop_blocked(self) -> bool:
+        """After a timeout: is the loop blocked? A loop that went quiet is watched until
+        it beats again or stays silent for LOOP_BLOCK_LIMIT (at most that long, once)."""
+        while self._heartbeat.silent_for() >= QUIET_BEAT:
+            if self._heartbeat.silent_for() >= LOOP_BLOCK_LIMIT:
+                return True
+            time.sleep(WATCH_SLICE)
+        return False
+
+    def _blocked(self, doing: str) -> LoopBlocked:
+        return LoopBlocked(
+            f"the adapter blocked its event loop: no callback ran on it for "
+            f"{LOOP_BLOCK_LIMIT:.0f}s while {doing}\n"
+            "A synchronous call (time.sleep(), a blocking read) inside an async method "
+            "blocks it: run blocking work with asyncio.to_thread(), or wrap a blocking "
+            "client in SyncClientAdapter. The kit cannot take a blocked thread back: it is "
+            "left behind as a daemon thread, which does not keep the run from ending, and "
+            "every remaining case is ERROR at once"
+        )
 
     # -- profiles ------------------------------------------------------------------
     @property
@@ -295,6 +448,8 @@ class SuiteRunner:
                 reason=result,
             )
         assert profile is not None
+        if self._unusable is not None:
+            return CaseResult(case, Verdict.ERROR, profile.key, self.timing, reason=self._unusable)
         tries: list[Rejudged] = []
         for factor in self._factors():
             policy = self._policy(case, profile, factor)
@@ -302,13 +457,12 @@ class SuiteRunner:
             try:
                 outcome, evidence = self._play(case, policy)
             except HarnessError as exc:
-                self._recover()
                 return CaseResult(
                     case,
                     Verdict.ERROR,
                     profile.key,
                     self.timing,
-                    reason=str(exc),
+                    reason=self._after_error(case, exc),
                     duration=now() - started,
                     factor=factor,
                     rejudged=tuple(tries),
@@ -376,8 +530,8 @@ class SuiteRunner:
             evidence = self._call(
                 self._play_async(case, policy, ctx_holder), timeout + 5.0, f"case {case.id}"
             )
-        except HarnessError as exc:
-            raise HarnessError(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
+        except HarnessError as exc:  # the same kind: a blocked loop must stay known as one
+            raise type(exc)(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
         ctx = ctx_holder[0]
         if ctx.failures:
             raise HarnessError("; ".join(ctx.failures))
@@ -399,6 +553,9 @@ class SuiteRunner:
         started = now()
         try:
             await asyncio.wait_for(case.play(ctx), self.case_timeout)
+            hung = ctx.hung()  # judged as the case ends, before its streams are closed
+            if hung is not None:
+                raise HarnessError(hung)
         except TimeoutError:
             raise HarnessError(
                 f"case {case.id} passed its {self.case_timeout:.0f}s time limit"
@@ -426,12 +583,51 @@ class SuiteRunner:
         except Exception:  # diagnostics must never hide the original error
             return ""
 
+    def _after_error(self, case: Case, error: HarnessError) -> str:
+        """Recover from a case's harness error; the case's reason, which says too when
+        the kit could not recover (then every later case says so, at once)."""
+        if isinstance(error, LoopBlocked):
+            self._abandon_loop(_not_run(case, "the adapter blocked its event loop in", BLOCKED))
+            return str(error)
+        try:
+            self._recover()
+        except HarnessError as restart:
+            first = (str(restart).splitlines() or [""])[0]
+            reason = _not_run(case, "the client could not be restarted after", first)
+            if isinstance(restart, LoopBlocked):
+                self._abandon_loop(reason)
+            else:
+                self._unusable = reason
+                self._stop_loop()  # the loop the failed start ran on; nothing else will
+            return f"{error}\nThe kit could not restart the client after this error: {restart}"
+        return str(error)
+
     def _recover(self) -> None:
         """After a harness error: a fresh loop and adapter, so the next case starts clean."""
-        with contextlib.suppress(HarnessError):
-            self._call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
+        self._close_adapter()
         self._stop_loop()
         self._start_adapter()
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """The adapter thread: the loop until it is stopped, then closed, so that even a
+    loop left behind blocked closes itself should its blocking call ever return."""
+    try:
+        loop.run_forever()
+    finally:
+        # As asyncio.run() does: what is left is cancelled and may unwind (briefly).
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(asyncio.wait(tasks, timeout=1.0))
+        loop.close()
+
+
+def _not_run(case: Case, what: str, why: str) -> str:
+    """The one reason every case after ``case`` gives: what broke, where to look, why."""
+    return f"not run: {what} {case.id} (see its ERROR): {why}"
 
 
 def _doing(holder: list[_Context]) -> str:

@@ -1,0 +1,374 @@
+"""Hostile clients, end to end (issue 11): exec clients that crash, hang, print garbage,
+fork and never start, and Python adapters that hang or block their event loop.
+
+Every run must end in bounded time, with a clear ERROR where the adapter broke (never a
+FAIL the client did not earn), a JSON report with one row per selected case, and nothing
+left behind: no thread (the autouse check in conftest.py), file descriptor, socket,
+child process or grandchild. Each test runs a few named cases in-process through
+pytester, except where a subprocess is the point (a thread that never returns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_targets._pytester import PLAIN, prepare
+
+import pytest_streamcheck._runner as runner_module
+
+CLIENTS = Path(__file__).parent / "exec_clients"
+HELLO = 10.0  # the exec adapter's hello timeout, which the runner does not change
+# What "bounded" means for a few cases on a loaded 2-core machine: generous, yet far
+# below what each finding cost before its fix (noted at each test).
+QUICK = 12.0
+BLOCK_LIMIT = 10.0  # runner_module.LOOP_BLOCK_LIMIT, which a subprocess run keeps
+
+
+@pytest.fixture(autouse=True)
+def _isolated(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepare(pytester, monkeypatch)
+
+
+def exec_target(name: str, *args: str) -> str:
+    return "exec:" + shlex.join([sys.executable, str(CLIENTS / name), *args])
+
+
+# -- what a run leaves behind -------------------------------------------------------------
+
+
+def _fds() -> list[str]:
+    """What each open descriptor of this process points at (socket:[...] for sockets)."""
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the descriptor listdir itself used, now closed
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return targets
+
+
+def _stat(pid: str) -> tuple[str, int] | None:
+    """(state, parent pid) of a process; None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[0].decode(), int(fields[1])
+
+
+def _children() -> list[str]:
+    """This process's children, zombies included (a zombie is a child nobody reaped)."""
+    me = os.getpid()
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    return [p for p in pids if (s := _stat(p)) is not None and s[1] == me]
+
+
+def alive(pid: int) -> bool:
+    """Running, or stopped: anything but gone or a zombie (which holds nothing but its
+    pid; this container's init does not reap the orphans it inherits)."""
+    stat = _stat(str(pid))
+    return stat is not None and stat[0] != "Z"
+
+
+@pytest.fixture
+def no_leaks() -> Iterator[None]:
+    """Fail a test whose run leaves a file descriptor, socket or child process behind."""
+    fds, children = _fds(), _children()
+    yield
+    deadline = time.monotonic() + 2.0
+    while (len(_fds()) > len(fds) or _children() != children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sockets = [t for t in _fds() if t.startswith("socket:")]
+    assert len(sockets) <= sum(t.startswith("socket:") for t in fds), f"sockets left: {sockets}"
+    assert len(_fds()) <= len(fds), f"descriptors left: {sorted(set(_fds()) - set(fds))}"
+    assert _children() == children, f"child processes left: {_children()}"
+
+
+# -- one run -------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    result: pytest.RunResult
+    seconds: float
+    report: dict[str, Any]
+
+    def row(self, case: str) -> dict[str, Any]:
+        return next(r for r in self.report["cases"] if r["id"] == case)
+
+    def reason(self, case: str) -> str:
+        return str(self.row(case)["reason"])
+
+    @property
+    def output(self) -> str:
+        return self.result.stdout.str()
+
+
+def run_cases(
+    pytester: pytest.Pytester, target: str, *cases: str, extra: tuple[str, ...] = ()
+) -> Run:
+    """Run exactly ``cases`` against ``target``; the report must hold one row for each."""
+    path = pytester.path / "report.json"
+    named = [f"streamcheck::{case}" for case in cases]
+    started = time.monotonic()
+    result = pytester.runpytest(
+        *PLAIN, f"--streamcheck={target}", *named, f"--streamcheck-report={path}", *extra
+    )
+    run = Run(result, time.monotonic() - started, json.loads(path.read_text()))
+    assert sorted(r["id"] for r in run.report["cases"]) == sorted(cases), run.output
+    assert "the adapter is closed" not in run.output  # never a knock-on error unexplained
+    return run
+
+
+# -- a hung stream is the adapter's ERROR, not the client's FAIL ---------------------------
+# Before the fix each of these was a FAIL: "neither done nor an error reached the consumer
+# before the deadline", blamed on a client that never got to act.
+
+
+HUNG = "the adapter hung on stream 's1': its adapter.stream() call never returned"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [exec_target("ignores_streams.py"), "sct_hostile:never_returns"],
+    ids=["exec-client-never-answers", "python-stream-never-returns"],
+)
+def test_a_stream_the_adapter_never_acts_on_is_an_error_not_a_fail(
+    pytester: pytest.Pytester, target: str, no_leaks: None
+) -> None:
+    run = run_cases(pytester, target, "SC-RETRY-1", "SC-RETRY-13")
+    run.result.assert_outcomes(errors=2)
+    for case in ("SC-RETRY-1", "SC-RETRY-13"):
+        assert run.row(case)["verdict"] == "ERROR"
+        assert run.reason(case).startswith(HUNG), run.reason(case)
+        assert "not judged as a failure of the client" in run.reason(case)
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert run.seconds < 2 * QUICK, run.seconds
+
+
+def test_a_client_that_sends_its_request_and_then_says_nothing_still_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    """The rule is narrow: a client that acted on the stream (it sent the request) and
+    then hung is judged, and fails; the kit does not excuse it as a hung adapter."""
+    run = run_cases(pytester, "sct_hostile:mute", "SC-RETRY-1", "SC-RETRY-13")
+    run.result.assert_outcomes(failed=2)
+    assert run.row("SC-RETRY-1")["observed"].startswith("neither done nor an error")
+
+
+def test_cases_that_cancel_or_keep_streams_open_are_still_judged(
+    pytester: pytest.Pytester,
+) -> None:
+    """Cases that cancel a stream (SC-BREAKER-5, SC-BREAKER-9, SC-CANCEL-3) or go
+    offline with streams open (SC-OFFLINE-1, SC-OFFLINE-5) pass for the reference
+    client: none becomes an ERROR."""
+    cases = ("SC-BREAKER-5", "SC-BREAKER-9", "SC-CANCEL-3", "SC-OFFLINE-1", "SC-OFFLINE-5")
+    run = run_cases(pytester, "reference", *cases)
+    run.result.assert_outcomes(passed=len(cases))
+
+
+# -- a client that never starts: once, fast, one message, nothing left behind ------------------
+
+
+def test_a_missing_binary_fails_fast_once_and_leaves_nothing(
+    pytester: pytest.Pytester, no_leaks: None
+) -> None:
+    """Before the client was tried once, each case started a fake server and a proxy it
+    never stopped (300 s and 415 threads for the suite)."""
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    run = run_cases(pytester, "exec:/nonexistent/streamcheck-binary", *cases)
+    run.result.assert_outcomes(errors=3)
+    first = "exec client `/nonexistent/streamcheck-binary`: cannot start the command: [Errno 2]"
+    assert run.reason("SC-RETRY-1").startswith(first)
+    for case in cases[1:]:
+        assert run.reason(case).startswith("the client did not start (see the first ERROR)")
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert run.seconds < QUICK, run.seconds
+
+
+def test_a_client_that_never_says_hello_costs_one_hello_timeout(
+    pytester: pytest.Pytester, no_leaks: None
+) -> None:
+    """One hello timeout for the run, not one per case (10.5 s a case, 24 minutes for
+    the suite, before the client was tried once)."""
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    run = run_cases(pytester, exec_target("silent_hello.py"), *cases)
+    run.result.assert_outcomes(errors=3)
+    assert "did not answer `hello` within 10.0s" in run.reason("SC-RETRY-1")
+    assert run.reason("SC-RETRY-13").startswith("the client did not start")
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert run.seconds < HELLO + QUICK, run.seconds
+
+
+# -- crashes, garbage and a client that cannot be restarted -------------------------------------
+
+
+def test_a_crashed_client_that_cannot_be_restarted_keeps_its_error_and_every_row(
+    pytester: pytest.Pytester, no_leaks: None
+) -> None:
+    """The crashed case keeps its own error (before, the restart's replaced it) and says
+    the restart failed; each later case says why it did not run, once, instead of
+    restarting the client again (or an unexplained "the adapter is closed")."""
+    marker = pytester.path / "ran-once"
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    run = run_cases(pytester, exec_target("crash_then_refuse.py", str(marker)), *cases)
+    run.result.assert_outcomes(errors=3)
+    crashed = run.reason("SC-RETRY-1")
+    assert "exited with code 3 while the kit was waiting for stream 's1'" in crashed
+    assert "The kit could not restart the client after this error: " in crashed
+    assert "refusing to start again" in crashed
+    for case in cases[1:]:
+        assert run.reason(case).startswith(
+            "not run: the client could not be restarted after SC-RETRY-1 (see its ERROR): "
+        ), run.reason(case)
+    assert run.seconds < QUICK, run.seconds
+
+
+def test_a_restart_that_never_says_hello_costs_one_hello_timeout(
+    pytester: pytest.Pytester, no_leaks: None
+) -> None:
+    """Before, every later case restarted the client and waited out its hello again."""
+    marker = pytester.path / "ran-once"
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    target = exec_target("crash_then_refuse.py", str(marker), "silent")
+    run = run_cases(pytester, target, *cases)
+    run.result.assert_outcomes(errors=3)
+    assert "did not answer `hello` within 10.0s" in run.reason("SC-RETRY-1")
+    assert run.reason("SC-RETRY-13").startswith("not run: the client could not be restarted")
+    assert run.seconds < HELLO + QUICK, run.seconds
+
+
+@pytest.mark.parametrize(
+    ("client", "error"),
+    [
+        (("garbage.py", "stream"), "broke the protocol: stdout line 5 is JSON but not an object"),
+        (("exit_mid_stream.py",), "exited with code 3 while the kit was waiting for stream 's1'"),
+        (("crash_at_hello.py",), "exited with code 1 while the kit was waiting for the `hello`"),
+    ],
+    ids=["garbage-mid-stream", "exit-mid-stream", "crash-at-hello"],
+)
+def test_a_client_that_breaks_is_an_error_naming_how(
+    pytester: pytest.Pytester, client: tuple[str, ...], error: str, no_leaks: None
+) -> None:
+    """Each case is an ERROR with the client's own account (no traceback of the kit's),
+    and a client that broke mid-case is restarted for the next one."""
+    run = run_cases(pytester, exec_target(*client), "SC-RETRY-13", "SC-RETRY-14")
+    run.result.assert_outcomes(errors=2)
+    for case in ("SC-RETRY-13", "SC-RETRY-14"):
+        assert error in run.reason(case), run.reason(case)
+        kit_part = run.reason(case).split("last stderr lines:")[0]
+        assert "adapter.stream raised" not in kit_part
+        assert 'File "' not in kit_part  # no frames of the kit's own
+    assert run.seconds < QUICK, run.seconds
+
+
+# -- an exec client's children do not survive it ---------------------------------------------
+
+
+def test_an_exec_client_s_children_and_grandchildren_do_not_survive_the_run(
+    pytester: pytest.Pytester, no_leaks: None
+) -> None:
+    """A child in the client's group, a grandchild that called setsid, and a setsid
+    grandchild whose parent exited (so it left the client's tree): none outlives the
+    run. Before, all three kept running (no process group, nothing tracked)."""
+    pidfile = pytester.path / "pids"
+    run = run_cases(pytester, exec_target("forks.py", str(pidfile)), "SC-RETRY-13")
+    left = [int(pid) for pid in pidfile.read_text().split()]
+    assert len(left) == 3, run.output
+    deadline = time.monotonic() + 2.0
+    while any(map(alive, left)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in left if alive(pid)] == []
+
+
+# -- a Python adapter that blocks its event loop -----------------------------------------------
+
+
+@pytest.fixture
+def blocking_adapter(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``sct_hostile:blocks_loop`` with a 2 s block limit; its thread is let go after
+    the test (the loop then closes itself, with its descriptors), so the in-process
+    run leaves nothing behind; a real blocked thread would stay until the run ends."""
+    monkeypatch.setattr(runner_module, "LOOP_BLOCK_LIMIT", 2.0, raising=False)
+    release = importlib.import_module("sct_hostile").RELEASE
+    release.clear()
+    yield
+    release.set()
+
+
+def test_an_adapter_that_blocks_its_loop_costs_one_block_limit(
+    pytester: pytest.Pytester, no_leaks: None, blocking_adapter: None
+) -> None:
+    """The first case is an ERROR once the loop has run nothing for the block limit;
+    the others say so at once. Before: every case waited out its time limit plus 15 s
+    and left a thread behind (57 s here, with --streamcheck-timeout=3)."""
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    run = run_cases(pytester, "sct_hostile:blocks_loop", *cases, extra=("--streamcheck-timeout=3",))
+    run.result.assert_outcomes(errors=3)
+    first = run.reason("SC-RETRY-1")
+    assert first.startswith("the adapter blocked its event loop: no callback ran on it for 2s")
+    assert "left behind as a daemon thread" in first
+    for case in cases[1:]:
+        assert run.reason(case).startswith(
+            "not run: the adapter blocked its event loop in SC-RETRY-1 (see its ERROR)"
+        )
+    assert run.seconds < QUICK, run.seconds
+
+
+def test_time_sleep_in_stream_still_lets_the_run_end(pytester: pytest.Pytester) -> None:
+    """``time.sleep(1000)`` inside ``stream``, at the default limits, in a process of its
+    own: the run ends soon after the block limit (the blocked thread is a daemon), with
+    every row. Before: 60 s + 15 s a case, and the blocked threads piled up."""
+    path = pytester.path / "report.json"
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess(
+        *PLAIN,
+        "--streamcheck=sct_hostile:sleeps_in_stream",
+        *(f"streamcheck::{case}" for case in cases),
+        f"--streamcheck-report={path}",
+    )
+    seconds = time.monotonic() - started
+    result.assert_outcomes(errors=3)
+    report = json.loads(path.read_text())
+    assert [r["verdict"] for r in report["cases"]] == ["ERROR"] * 3
+    assert "left behind as a daemon thread" in report["cases"][0]["reason"]
+    assert seconds < BLOCK_LIMIT + 2 * QUICK, seconds
+
+
+# -- conformant only when something was judged -------------------------------------------------
+
+
+def test_a_run_where_every_case_is_unsupported_is_not_conformant(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_cases(pytester, "sct_sync:get_only", "SC-RETRY-2")
+    assert run.report["summary"]["UNSUPPORTED"] == 1
+    assert run.report["conformant"] is False
+
+
+def test_a_run_that_selects_no_case_is_not_conformant(pytester: pytest.Pytester) -> None:
+    path = pytester.path / "report.json"
+    result = pytester.runpytest(
+        *PLAIN, "--streamcheck=reference", "-k", "no_such_case", f"--streamcheck-report={path}"
+    )
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    report = json.loads(path.read_text())
+    assert report["cases"] == []
+    assert report["conformant"] is False
+
+
+def test_a_run_that_judged_a_case_and_passed_is_conformant(pytester: pytest.Pytester) -> None:
+    run = run_cases(pytester, "reference", "SC-RETRY-1", "SC-RETRY-2")
+    assert run.report["summary"]["PASS"] == 2
+    assert run.report["conformant"] is True
