@@ -252,6 +252,25 @@ class TestEnvelope:
         assert decide(retry_3, low, high, envelope_resolution(low, high)) == "unsure"
         assert failed(check("SC-BACKOFF-1", atts))
 
+    def test_a_small_envelope_inside_the_noise_is_left_unjudged_not_undecidable(self):
+        """An early retry whose envelope lies inside its own noise allowance (30-45 ms
+        against about 54 ms of allowance): its lower end is not judged at this scale, so
+        a series of such retries is decided (re-judging moves the series up, and the
+        small end of it with it); its upper end still fails a late retry."""
+        low, high = 0.030, 0.045
+        backoff = BackoffConfig(family="seed", base=low, caps=((1, low),), jitter=0.5)
+        atts = retried([0.040, 0.040])
+        blocks = [(t / 1000, 0.012) for t in range(0, 200, 6)]  # ~12 ms lag everywhere
+        noise = noisy(evidence(atts), blocks).noise
+        wait = wait_between(atts[0], atts[1], noise)
+        assert low < 2 * (wait.measured - wait.least)
+        assert decide(wait, low, high, envelope_resolution(low, high)) == "unsure"
+        outcome = envelope_outcome(atts, backoff, 2, noise)
+        assert outcome.ok, outcome.observed
+        assert "not judged at this scale" in "\n".join(outcome.details)
+        late = retried([0.040, 0.200])
+        assert failed(envelope_outcome(late, backoff, 2, noisy(evidence(late), blocks).noise))
+
     def test_a_missing_cap_fails_under_moderate_noise(self):
         """No cap (base * 2^(n-1)): the excess dwarfs 50 ms blocks every 100 ms."""
         policy = tuned("SC-BACKOFF-3")

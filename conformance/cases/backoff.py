@@ -105,6 +105,19 @@ def envelope_resolution(low: float, high: float) -> float:
     return max(2 * PATH_FLOOR, 0.5 * high)
 
 
+def _envelope_decision(wait: Wait, low: float, high: float) -> str:
+    """``decide`` for one retry of an exponential series, whose early envelopes sit at
+    the harness's own noise at every scale (re-judging only moves the series up): a
+    lower end below twice the wait's noise allowance is left unjudged, not undecidable.
+    Its upper end is judged as ever, and the later, larger retries judge the lower ends
+    the flaws show in (caps that never widen, a constant delay)."""
+    resolution = envelope_resolution(low, high)
+    decision = decide(wait, low, high, resolution)
+    if decision != "unsure" or wait.most >= high + resolution:
+        return decision
+    return "unjudged" if low < 2 * (wait.measured - wait.least) else decision
+
+
 def _describe(n: int, wait: Wait, low: float, high: float) -> str:
     return (
         f"retry {n}: waited {ms(wait.measured)} (the client's own delay "
@@ -144,7 +157,10 @@ def envelope_outcome(
         wait = wait_between(attempts[i - 1], attempts[i], noise)
         row = _describe(n, wait, low, high)
         rows.append(row)
-        decision = decide(wait, low, high, envelope_resolution(low, high))
+        decision = _envelope_decision(wait, low, high)
+        if decision == "unjudged":
+            row += " (its lower end is within the measured noise: not judged at this scale)"
+            rows[-1] = row
         (bad if decision == "out" else unsure if decision == "unsure" else []).append(row)
     if len(attempts) < retries + 1:
         n = first + len(attempts) - 1
