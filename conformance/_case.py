@@ -42,7 +42,9 @@ __all__ = [
     "register",
 ]
 
-Capability = Literal["get", "post", "breaker", "stall", "offline", "resume", "configurable"]
+Capability = Literal[
+    "get", "post", "breaker", "stall", "offline", "resume", "configurable", "comments"
+]
 CAPABILITIES: tuple[Capability, ...] = (
     "get",
     "post",
@@ -51,6 +53,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     "offline",
     "resume",
     "configurable",
+    "comments",  # hands comment lines to a consumer that asks (StreamRequest.comments)
 )
 
 
@@ -177,6 +180,12 @@ class StreamRequest:
     # Streams with different ``client`` keys go through independent client instances
     # (own breaker, own randomness): many users, e.g. the thundering herd.
     client: str = "default"
+    # The Last-Event-ID the caller sets for the first connection (resuming a stream
+    # it read earlier); None: the first request carries no Last-Event-ID.
+    last_event_id: str | None = None
+    # The consumer asks for comment lines too (keepalive-aware tools); adapters with
+    # the "comments" capability then report each one through ``StreamSink.comment``.
+    comments: bool = False
 
 
 class CaseContext(Protocol):

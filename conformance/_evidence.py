@@ -24,7 +24,7 @@ __all__ = [
     "Evidence",
 ]
 
-DeliveryKind = Literal["chunk", "state", "error", "done", "log"]
+DeliveryKind = Literal["chunk", "comment", "state", "error", "done", "log"]
 ErrorKind = Literal[
     "non_retryable_status", "gave_up", "circuit_open", "stalled", "truncated", "offline", "other"
 ]
@@ -46,7 +46,7 @@ class Delivery:
     stream: str
     kind: DeliveryKind
     at: float
-    data: str = ""  # chunk data, or log text
+    data: str = ""  # chunk data, comment text (after the colon), or log text
     id: str | None = None  # chunk's event id, when the stream carries ids
     event: str | None = None  # chunk's event name
     state: str | None = None  # state changes
@@ -58,6 +58,8 @@ class Delivery:
     def describe(self) -> str:
         if self.kind == "chunk":
             return f"chunk {self.data[:40]!r}" + (f" id={self.id}" if self.id else "")
+        if self.kind == "comment":
+            return f"comment {self.data[:40]!r}"
         if self.kind == "state":
             extra = f" delay={self.delay:.3f}s" if self.delay is not None else ""
             return f"state {self.state}{extra}"
@@ -125,6 +127,10 @@ class Evidence:
 
     def chunks(self, stream: str = "s1") -> tuple[Delivery, ...]:
         return tuple(d for d in self.of(stream) if d.kind == "chunk")
+
+    def comments(self, stream: str = "s1") -> tuple[str, ...]:
+        """The comment texts the client handed over (only when the request asked)."""
+        return tuple(d.data for d in self.of(stream) if d.kind == "comment")
 
     def outcome(self, stream: str = "s1") -> Delivery | None:
         """The first ``done`` or ``error`` of the stream, if any."""

@@ -80,6 +80,11 @@ class StreamSink:
         self.chunks += 1
         self._log.add(self._stream, "chunk", data=data, id=id or None, event=event)
 
+    def comment(self, text: str) -> None:
+        """A comment line's text (after the colon, one leading space removed)."""
+        self._guard()
+        self._log.add(self._stream, "comment", data=text)
+
     def state(self, state: str, *, delay: float | None = None, detail: str = "") -> None:
         self._log.add(self._stream, "state", state=state, delay=delay, detail=detail)
 

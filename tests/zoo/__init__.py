@@ -110,10 +110,10 @@ class Expectation:
 
 
 def _gather() -> dict[str, Expectation]:
-    from zoo import backoff, breaker, post_sse, retry, stall
+    from zoo import backoff, breaker, fields, post_sse, request, retry, stall
 
     table: dict[str, Expectation] = {}
-    for module in (retry, backoff, breaker, stall, post_sse):
+    for module in (retry, backoff, breaker, stall, post_sse, request, fields):
         for name, expectation in module.MUTANTS.items():
             if name in table:
                 raise ValueError(f"mutant {name} defined twice")
