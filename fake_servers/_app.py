@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from fake_servers._clock import now
-from fake_servers._ledger import AttemptWriter, Ledger, SentEvent
+from fake_servers._ledger import AttemptWriter, Ledger, Rejected, SentEvent, Stalled
 from fake_servers._limits import (
     BODY_TIMEOUT,
     MAX_FILE_BYTES,
@@ -44,6 +44,7 @@ from fake_servers._render import (
     error_body,
     plan_respond,
     plan_stream,
+    retry_hint,
 )
 from fake_servers._script import Endpoint, Headers, Respond, Scenario, Stream
 
@@ -65,6 +66,7 @@ class Rejection:
     reason: str
     extra: dict[str, object] = field(default_factory=dict)
     headers: Headers = ()
+    kind: Rejected = "body_invalid"  # for the ledger; most rejections are of the body
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ class ScriptPlayer:
         if body.closed_at is not None:
             writer = self._open(request, body, arrived_at)
             self._step_number(request.path, writer, rejected=True)  # it used no step
+            writer.update(rejected="client_left")
             writer.finish("client_closed", "client left during the request body", body.closed_at)
             return
         scenario = self.scenario
@@ -142,7 +145,7 @@ class ScriptPlayer:
             return
         assert endpoint is not None  # _route_check rejects unknown paths
         step_index, step = endpoint.step_for(number)
-        writer.update(step=step_index)
+        writer.update(step=step_index, ending=step.end if isinstance(step, Stream) else None)
         if isinstance(step, Respond):
             play = self._respond(step, writer, send, request.path)
         else:
@@ -183,7 +186,7 @@ class ScriptPlayer:
             return self._route_check(request, scenario, endpoint) or self._body_check(request, body)
         except Exception as error:  # recorded and answered, so the attempt is not lost
             self.errors.append(error)
-            return Rejection(500, f"server error: {error!r}")
+            return Rejection(500, f"server error: {error!r}", kind="server_error")
 
     def _open(self, request: _Request, body: _Body, arrived_at: float) -> AttemptWriter:
         return self.ledger.open_attempt(
@@ -216,6 +219,7 @@ class ScriptPlayer:
                 404,
                 f"no scripted endpoint at {request.path}",
                 {"path": request.path, "scripted_paths": scripted},
+                kind="no_endpoint",
             )
         if endpoint.method != "ANY" and request.method != endpoint.method:
             return Rejection(
@@ -223,6 +227,7 @@ class ScriptPlayer:
                 f"{request.method} not allowed on {request.path}; scripted for {endpoint.method}",
                 {"path": request.path, "allowed": endpoint.method},
                 (("allow", endpoint.method),),
+                kind="method",
             )
         return None
 
@@ -233,6 +238,7 @@ class ScriptPlayer:
                 f"request body not complete within {self.body_timeout:g} s "
                 f"({body.size} bytes arrived)",
                 {"limit_seconds": self.body_timeout, "size": body.size},
+                kind="body_timeout",
             )
         if request.method != "POST":
             return None
@@ -299,7 +305,7 @@ class ScriptPlayer:
             ("content-length", str(len(body))),
             *rejection.headers,
         )
-        writer.update(note=rejection.reason)
+        writer.update(note=rejection.reason, rejected=rejection.kind)
         await _start(send, writer, rejection.status, headers)
         await _finish_body(send, writer, body)
         writer.finish("completed", rejection.reason)
@@ -308,7 +314,7 @@ class ScriptPlayer:
         if step.delay > 0:
             await asyncio.sleep(step.delay)
         status, headers, body = plan_respond(step, sent_at_epoch=time.time(), path=path)
-        await _start(send, writer, status, headers)
+        await _start(send, writer, status, headers, step.retry_after_date)
         await _finish_body(send, writer, body)
         writer.finish("completed")
 
@@ -332,7 +338,7 @@ class ScriptPlayer:
         )
         if plan.delay > 0:
             await asyncio.sleep(plan.delay)
-        playback = _Playback(send, writer)
+        playback = _Playback(send, writer, stalls=plan.streams)
         for move in plan.moves():  # made as they are played: a long plan costs no stall
             if isinstance(move, Head):
                 await _start(send, writer, plan.status, plan.headers)
@@ -357,10 +363,21 @@ def build_app(player: ScriptPlayer) -> Starlette:
 # -- helpers: sending ---------------------------------------------------------------
 
 
-async def _start(send: SendFn, writer: AttemptWriter, status: int, headers: Headers) -> None:
+async def _start(
+    send: SendFn,
+    writer: AttemptWriter,
+    status: int,
+    headers: Headers,
+    date_offset: float | None = None,  # a scripted Retry-After date, so far after sending
+) -> None:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
     await send({"type": "http.response.start", "status": status, "headers": raw})
-    writer.update(status=status, headers_at=now())
+    writer.update(
+        status=status,
+        headers_at=now(),
+        response_headers=tuple((k.lower(), v) for k, v in headers),
+        retry_after=retry_hint(headers, date_offset),
+    )
 
 
 async def _finish_body(send: SendFn, writer: AttemptWriter, body: bytes) -> None:
@@ -372,10 +389,12 @@ async def _finish_body(send: SendFn, writer: AttemptWriter, body: bytes) -> None
 class _Playback:
     """Writes one stream's body and records each write in the ledger."""
 
-    def __init__(self, send: SendFn, writer: AttemptWriter) -> None:
+    def __init__(self, send: SendFn, writer: AttemptWriter, *, stalls: bool) -> None:
         self._send = send
         self._writer = writer
         self._wrote = False
+        self._stalls = stalls  # a hold is the scripted stall (else: a reply's silence)
+        self._data = 0  # data events written so far
 
     async def write(self, action: Send) -> None:
         # sleep(0) even without a pause, so a gapless stream cannot starve the others
@@ -384,6 +403,8 @@ class _Playback:
 
     async def hold(self, hold: Hold) -> None:
         """Stall: silence, or a keepalive comment every ``hold.keepalive`` seconds."""
+        if self._stalls:
+            self._writer.update(stall=Stalled(now(), self._data, hold.keepalive))
         if hold.keepalive is None or hold.keepalive <= 0:
             await (asyncio.sleep(hold.seconds) if hold.seconds is not None else asyncio.Future())
             return
@@ -406,6 +427,8 @@ class _Playback:
             self._wrote = True
             self._writer.update(first_byte_at=at)
         for number, event in enumerate(events, start=1):
+            if event.kind == "data":
+                self._data += 1
             self._writer.event(_sent(event, at))
             if number % BATCH == 0:  # a buffered write can carry every event of the stream
                 await asyncio.sleep(0)

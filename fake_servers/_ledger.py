@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from fake_servers._clock import now
+from fake_servers._script import Ending
 
 __all__ = [
     "Attempt",
@@ -24,12 +25,23 @@ __all__ = [
     "EventKind",
     "Ledger",
     "LedgerTimeout",
+    "Rejected",
     "SentEvent",
+    "Stalled",
 ]
 
 EventKind = Literal["data", "terminal", "comment", "retry"]
 AttemptEnd = Literal["completed", "client_closed", "aborted", "server_stopped"]
 ConnectionEnd = Literal["client", "upstream", "proxy", "offline"]
+# Why a request was refused before the script (the note says it in words):
+Rejected = Literal[
+    "client_left",  # the client left during the request body; no response was sent
+    "body_timeout",  # 408: the body did not arrive within the body timeout
+    "body_invalid",  # 400/413/415/422: the body is malformed, too large or of a wrong type
+    "no_endpoint",  # 404: nothing scripted at the path
+    "method",  # 405: the path is scripted for another method
+    "server_error",  # 500: the kit itself failed while checking the request
+]
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,15 @@ class SentEvent:
     id: str | None
     data: str
     at: float  # when its last byte was handed to the socket
+
+
+@dataclass(frozen=True)
+class Stalled:
+    """The scripted stall of a streamed answer, as the server began it."""
+
+    at: float  # when the silence (or the keepalive-only stretch) began
+    after: int  # data events this attempt had sent before it
+    keepalive: float | None  # seconds between keepalive comments; None: silent
 
 
 @dataclass(frozen=True)
@@ -63,11 +84,21 @@ class Attempt:
     events: tuple[SentEvent, ...] = ()
     ended_at: float | None = None
     end: AttemptEnd | None = None
-    note: str = ""  # why a request was rejected, or how the script ended it
+    note: str = ""  # why a request was rejected, or how the script ended it (for people)
+    # What was sent, so that a reader never needs the script (the verdict reads these):
+    response_headers: tuple[tuple[str, str], ...] = ()  # as sent, names lower-cased
+    retry_after: float | None = None  # seconds the response asked the client to wait
+    ending: Ending | None = None  # a streamed answer's scripted ending; None: plain response
+    stall: Stalled | None = None  # the stall, once it began
+    rejected: Rejected | None = None  # why it was refused before the script; None: played
 
     def header(self, name: str) -> str | None:
         name = name.lower()
         return next((v for k, v in self.headers if k == name), None)
+
+    def response_header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.response_headers if k == name), None)
 
     @property
     def last_event_id(self) -> str | None:

@@ -44,6 +44,7 @@ __all__ = [
     "error_body",
     "plan_respond",
     "plan_stream",
+    "retry_hint",
 ]
 
 _EOL = {"lf": "\n", "cr": "\r", "crlf": "\r\n"}
@@ -534,6 +535,36 @@ def plan_respond(
     if "content-length" not in names and step.status not in _NO_BODY_STATUSES:
         headers.append(("content-length", str(len(body))))
     return step.status, tuple(headers), body
+
+
+def retry_hint(headers: Headers, date_offset: float | None = None) -> float | None:
+    """Seconds a response with ``headers`` asks the client to wait, for the ledger.
+
+    Args:
+        headers: The headers as sent.
+        date_offset: How far after sending the scripted Retry-After date lies at least
+            (``Respond.retry_after_date``); it wins over the headers.
+
+    Returns:
+        The wait (retry-after-ms, then a numeric Retry-After), or None. A literal HTTP
+        date in the script is relative to nothing a reader of the ledger knows: no hint.
+    """
+    if date_offset is not None:
+        return date_offset
+    values = {k.lower(): v.strip() for k, v in headers}
+    if "retry-after-ms" in values:
+        ms = _seconds(values["retry-after-ms"])
+        if ms is not None:
+            return ms / 1000
+    return _seconds(values["retry-after"]) if "retry-after" in values else None
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def error_body(status: int, message: str | None = None, **extra: object) -> bytes:

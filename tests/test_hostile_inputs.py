@@ -392,6 +392,7 @@ def test_a_slow_upload_gets_408_after_the_body_timeout(no_leaked_fds: None) -> N
     assert 0.5 - 0.05 <= took < 0.5 + FAST
     assert (attempt.status, attempt.step, attempt.body_size) == (408, None, 1)
     assert "not complete within 0.5 s" in attempt.note
+    assert attempt.rejected == "body_timeout"
 
 
 def test_a_multipart_body_of_200k_parts_is_refused_at_once(server: FakeServer) -> None:

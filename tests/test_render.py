@@ -26,6 +26,7 @@ from fake_servers._render import (
     StreamPlan,
     plan_respond,
     plan_stream,
+    retry_hint,
 )
 from fake_servers._script import Framing, Gap, Respond, Stall, Stream
 
@@ -391,6 +392,23 @@ def test_retry_after_date_rounds_up_to_a_whole_second():
     value = dict(headers)["retry-after"]
     assert value.endswith(" GMT")
     assert email.utils.parsedate_to_datetime(value).timestamp() == 1_700_000_004
+
+
+@pytest.mark.parametrize(
+    ("headers", "date_offset", "hint"),
+    [
+        ((("Retry-After", "7"),), None, 7.0),
+        ((("retry-after", "7"), ("retry-after-ms", "800")), None, 0.8),
+        ((("retry-after-ms", "soon"), ("retry-after", "2")), None, 2.0),
+        ((("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),), None, None),
+        ((("retry-after", "-1"),), None, None),
+        ((("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),), 3.0, 3.0),
+        ((), None, None),
+    ],
+)
+def test_the_retry_hint_the_ledger_records(headers, date_offset, hint):
+    """ms over seconds; a scripted date by its offset; a literal date or junk is no hint."""
+    assert retry_hint(headers, date_offset) == hint
 
 
 # -- body checks ----------------------------------------------------------------------------

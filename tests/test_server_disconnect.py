@@ -59,3 +59,4 @@ def test_client_leaving_mid_upload_is_recorded(fake_server, raw_connect):
     fake_server.ledger.wait_attempts(1, WAIT, PATH)
     (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
     assert (attempt.end, attempt.step, attempt.status) == ("client_closed", None, None)
+    assert attempt.rejected == "client_left"

@@ -102,6 +102,7 @@ def test_bad_post_bodies_are_rejected(fake_server, client, name):
     (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
     assert (attempt.status, attempt.step, attempt.end) == (status, None, "completed")
     assert attempt.note == error_of(response)["message"]
+    assert attempt.rejected == "body_invalid"
 
 
 def test_whole_body_over_the_limit_is_413():
@@ -160,6 +161,7 @@ def test_unknown_path_is_404_listing_the_scripted_paths(fake_server, client):
     assert (error["path"], error["scripted_paths"]) == ("/nowhere", ["/a", "/b"])
     (attempt,) = fake_server.ledger.wait_finished(WAIT, "/nowhere")
     assert (attempt.status, attempt.step, attempt.query) == (404, None, "x=1")
+    assert attempt.rejected == "no_endpoint"
 
 
 def test_method_mismatch_is_405(fake_server, client):
@@ -170,7 +172,11 @@ def test_method_mismatch_is_405(fake_server, client):
     assert response.headers["allow"] == "GET"
     assert client.get(PATH).text == "ok"
     attempts = fake_server.ledger.wait_finished(WAIT, PATH)
-    assert [(a.status, a.step) for a in attempts] == [(405, None), (200, 0)]
+    assert [(a.status, a.step, a.rejected) for a in attempts] == [
+        (405, None, "method"),
+        (200, 0, None),
+    ]
+    assert attempts[0].response_header("allow") == "GET"
 
 
 # -- plain responses --------------------------------------------------------------------------
@@ -203,6 +209,9 @@ def test_scripted_headers_and_body_go_out_as_given(fake_server, client):
     assert response.status_code == 429
     assert (response.headers["retry-after"], response.headers["retry-after-ms"]) == ("7", "6500")
     assert response.content == b"slow down"
+    (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
+    assert attempt.response_header("retry-after") == "7"  # names lower-cased, as sent
+    assert (attempt.retry_after, attempt.ending) == (6.5, None)  # retry-after-ms wins
 
 
 def test_retry_after_as_an_http_date(fake_server, client):
@@ -213,6 +222,8 @@ def test_retry_after_as_an_http_date(fake_server, client):
     after = time.time()
     when = email.utils.parsedate_to_datetime(response.headers["retry-after"]).timestamp()
     assert before + 30 <= when <= after + 31
+    (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
+    assert attempt.retry_after == 30  # the date is at least this far after sending
 
 
 def test_respond_delay_slows_the_first_byte(fake_server, client):

@@ -89,6 +89,11 @@ def test_stream_bytes_and_ledger(fake_server, name):
     attempt = finished(fake_server)
     assert (attempt.status, attempt.end, attempt.step) == (step.status, "completed", 0)
     assert attempt.note == ("truncated" if step.end == "truncate" else "done")
+    assert (attempt.ending, attempt.response_header("content-type")) == (
+        step.end,
+        step.framing.content_type,
+    )
+    assert (attempt.stall is None) == (step.stall is None)
     assert_ledger_matches_plan(attempt, step)
 
 
@@ -147,6 +152,9 @@ def test_keepalive_stall_sends_comments_but_no_data(fake_server, raw_connect):
     ]
     beats = [e.at for e in attempt.events[:4]]
     assert all(b - a >= 0.09 for a, b in itertools.pairwise(beats))
+    assert attempt.stall is not None
+    assert (attempt.stall.after, attempt.stall.keepalive) == (1, 0.1)
+    assert attempt.events[0].at <= attempt.stall.at <= attempt.events[1].at
 
 
 def test_abort_leaves_the_chunked_body_unterminated(fake_server, raw_connect):

@@ -23,6 +23,8 @@ from conformance._timing import Noise
 from conformance._verdict import RULES, Verdict, judge
 from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
 from fake_servers import Attempt, Endpoint, Respond, Scenario, SentEvent, Stall, Stream, fixed
+from fake_servers._ledger import Rejected, Stalled
+from fake_servers._script import Ending
 
 PATH = "/v1/chat/completions"
 
@@ -49,6 +51,10 @@ def rec(
     step: int | None = 0,
     ids: bool = False,
     note: str = "",
+    retry_after: float | None = None,
+    ending: Ending | None = None,
+    stall: Stalled | None = None,
+    rejected: Rejected | None = None,
 ) -> Attempt:
     """One attempt as the server would record it."""
     events = tuple(
@@ -74,6 +80,10 @@ def rec(
         ended_at=at + took if end is not None else None,
         end=end,  # type: ignore[arg-type]
         note=note,
+        retry_after=retry_after,
+        ending=ending,
+        stall=stall,
+        rejected=rejected,
     )
 
 
@@ -154,27 +164,25 @@ def test_retrying_a_401_with_new_credentials_is_a_refresh_not_a_retry() -> None:
     assert judge([rec(1, 0.0, 401, headers=old), ok(2, 0.5, headers=new)]).clean
 
 
-@pytest.mark.parametrize(
-    ("respond", "hint"),
-    [
-        (Respond(429, headers=(("retry-after", "1"),)), 1.0),
-        (Respond(429, headers=(("retry-after-ms", "800"),)), 0.8),
-        (Respond(503, retry_after_date=2.0), 2.0),
-    ],
-)
-def test_a_retry_before_the_hint_ignores_retry_after(respond: Respond, hint: float) -> None:
-    """Seconds, milliseconds and HTTP dates are all hints; waiting them is clean."""
-    steps = script(respond, Stream())
-    early = judge([rec(1, 0.0, respond.status), ok(2, 0.2, step=1)], scenario=steps)
+@pytest.mark.parametrize(("status", "hint"), [(429, 1.0), (429, 0.8), (503, 2.0)])
+def test_a_retry_before_the_hint_ignores_retry_after(status: int, hint: float) -> None:
+    """The hint the server recorded (seconds, milliseconds or a date); waiting it is clean."""
+    early = judge([rec(1, 0.0, status, retry_after=hint), ok(2, 0.2, step=1)])
     assert musts(early) == {"V-RETRY-AFTER-IGNORED"}
-    assert judge([rec(1, 0.0, respond.status), ok(2, hint + 0.01, step=1)], scenario=steps).clean
+    assert judge([rec(1, 0.0, status, retry_after=hint), ok(2, hint + 0.01, step=1)]).clean
+
+
+def test_a_streamed_answers_retry_after_is_no_hint() -> None:
+    """Only a plain response's Retry-After asks for a wait, as before the ledger had it."""
+    streamed = rec(1, 0.0, 503, retry_after=5.0, ending="done")
+    assert judge([streamed, ok(2, 0.2, step=1)]).clean
 
 
 def test_a_hint_beyond_the_cap_is_waited_up_to_the_cap() -> None:
     """Retry-After 300 s: the seed caps waits at 60 s; giving up instead is also fine."""
-    steps = script(Respond(429, headers=(("retry-after", "300"),)), Stream())
-    assert judge([rec(1, 0.0, 429), ok(2, 60.01, step=1)], scenario=steps).clean
-    assert judge([rec(1, 0.0, 429)], scenario=steps).clean  # no V-RETRY-NONE
+    asked = rec(1, 0.0, 429, retry_after=300.0)
+    assert judge([asked, ok(2, 60.01, step=1)]).clean
+    assert judge([asked]).clean  # no V-RETRY-NONE
 
 
 def test_never_retrying_a_503_is_a_should_unless_the_call_is_non_idempotent() -> None:
@@ -332,7 +340,7 @@ def test_a_non_idempotent_post_seen_by_the_server_is_not_sent_again() -> None:
 
 def test_an_attempt_the_server_never_fully_got_may_be_sent_again() -> None:
     """A request whose body never arrived could not have run."""
-    cut = rec(1, 0.0, None, end="client_closed", note="client left during the request body")
+    cut = rec(1, 0.0, None, end="client_closed", rejected="client_left")
     assert judge([cut, ok(2, 0.5)], idempotent=False).clean
 
 
@@ -362,32 +370,35 @@ def test_a_restart_that_reached_the_output_is_shown() -> None:
 # -- stalls, cancellation, what the app produced --------------------------------------------
 
 
-STALLED = script(Stream(events=4, stall=Stall(after=2, seconds=None)))
+STALLED = Stalled(at=0.0002, after=2, keepalive=None)  # after the second chunk
 
 
 def test_sitting_through_a_stall_beyond_the_timeout() -> None:
     """Still connected 5 s into the silence, with a 1 s stall timeout."""
-    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
-    v = judge([open_attempt], scenario=STALLED, stall_timeout=1.0, judged_at=5.0)
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None, stall=STALLED)
+    v = judge([open_attempt], stall_timeout=1.0, judged_at=5.0)
     assert musts(v) == {"V-STALL-SAT-THROUGH"}
-    abandoned = rec(1, 0.0, 200, chunks=2, end="client_closed", took=1.1)
-    assert judge([abandoned], scenario=STALLED, stall_timeout=1.0, error="stalled").clean
+    abandoned = rec(1, 0.0, 200, chunks=2, end="client_closed", took=1.1, stall=STALLED)
+    assert judge([abandoned], stall_timeout=1.0, error="stalled").clean
 
 
 def test_a_stall_is_judged_against_the_seed_timeout_without_a_stall_timeout() -> None:
     """The seed's 90 s + 10 s check: 5 s of silence is not a finding yet."""
-    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
-    assert judge([open_attempt], scenario=STALLED, judged_at=5.0).clean
-    assert judge([open_attempt], scenario=STALLED, judged_at=101.0).rules() == (
-        "V-STALL-SAT-THROUGH",
-    )
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None, stall=STALLED)
+    assert judge([open_attempt], judged_at=5.0).clean
+    assert judge([open_attempt], judged_at=101.0).rules() == ("V-STALL-SAT-THROUGH",)
+
+
+def test_a_stall_that_never_began_is_not_judged() -> None:
+    """Without the server's record of a stall, a long quiet open stream is no stall finding."""
+    assert judge([rec(1, 0.0, 200, chunks=2, end=None)], stall_timeout=1.0, judged_at=5.0).clean
 
 
 def test_keepalive_comments_are_heartbeats_under_the_seed_idle_rule() -> None:
     """Comments every 0.2 s keep a bytes-idle client rightly waiting."""
-    steps = script(Stream(events=4, stall=Stall(after=2, seconds=None, keepalive=0.2)))
-    open_attempt = rec(1, 0.0, 200, chunks=2, end=None)
-    assert judge([open_attempt], scenario=steps, stall_timeout=1.0, judged_at=5.0).clean
+    beating = replace(STALLED, keepalive=0.2)
+    open_attempt = rec(1, 0.0, 200, chunks=2, end=None, stall=beating)
+    assert judge([open_attempt], stall_timeout=1.0, judged_at=5.0).clean
 
 
 def test_a_stream_left_open_after_the_app_stopped_reading() -> None:
@@ -436,17 +447,17 @@ def test_a_truncated_stream_returned_as_an_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("attempt", "steps"),
+    "attempt",
     [
-        (rec(1, 0.0, 200, chunks=3, end="aborted"), None),
-        (rec(1, 0.0, 200, chunks=3, end="client_closed"), None),
-        (rec(1, 0.0, 200, chunks=3, note="in-band error"), script(Stream(events=3, end="error"))),
+        rec(1, 0.0, 200, chunks=3, end="aborted"),
+        rec(1, 0.0, 200, chunks=3, end="client_closed"),
+        rec(1, 0.0, 200, chunks=3, ending="error"),
     ],
     ids=["broken", "abandoned", "in-band-error"],
 )
-def test_a_mid_stream_error_swallowed(attempt: Attempt, steps: Scenario | None) -> None:
+def test_a_mid_stream_error_swallowed(attempt: Attempt) -> None:
     """A broken, abandoned or error-ended stream returned as if complete."""
-    assert musts(judge([attempt], scenario=steps, app_output="x")) == {"V-MIDSTREAM-SWALLOWED"}
+    assert musts(judge([attempt], app_output="x")) == {"V-MIDSTREAM-SWALLOWED"}
 
 
 def test_a_client_that_follows_the_seeds_gets_no_finding() -> None:

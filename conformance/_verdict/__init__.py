@@ -1,6 +1,7 @@
 """The app-level verdict: what a client did with the faults, judged from the ledger.
 
-Pure: a function of the ledger's attempts, the script that answered them, what the
+Pure: a function of the ledger's attempts (what the server sent is recorded there:
+statuses, headers, Retry-After hints, stalls, stream endings, rejections), what the
 app produced (its text or the exception it raised, when the test hands them over)
 and, optionally, the profile the client claims. No clock, no IO: the fixture takes
 the snapshot and the time; tests judge hand-built records in microseconds.
@@ -106,7 +107,8 @@ def judge(
 
     Args:
         attempts: The ledger's attempts (any order; judged in arrival order).
-        scenario: The script that answered them: Retry-After hints, stalls, stream steps.
+        scenario: The scenario the server ran; only its seed is read, to name the text
+            a restarted stream repeated (everything else is in the ledger).
         app_output: The text the app produced, when it returned normally.
         error: The exception (or message) the app raised, if it raised.
         profile: The policy the client claims; without it the seed article's numbers
@@ -125,7 +127,7 @@ def judge(
         The verdict: findings (MUST first), the logical calls, and what was not judged.
     """
     ordered = sorted(attempts, key=lambda a: a.seq)
-    looks = tuple(_look(a, scenario, _cancelled(a, stopped_reading_at)) for a in ordered)
+    looks = tuple(_look(a, _cancelled(a, stopped_reading_at)) for a in ordered)
     groups = _group(looks)
     policy = profile.at(timing) if profile is not None else _SEED
     ins = _Inputs(

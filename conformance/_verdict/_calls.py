@@ -1,8 +1,11 @@
-"""Per-attempt looks, their grouping into logical calls, and the judging inputs."""
+"""Per-attempt looks, their grouping into logical calls, and the judging inputs.
+
+Everything here reads the ledger alone (what the server sent, as it recorded it),
+never the script: a test may have loaded another scenario since.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -11,7 +14,6 @@ from conformance._profiles import Profile
 from conformance._timing import Noise, Wait, seen_from, wait_between
 from conformance.reference._config import ClientPolicy
 from fake_servers._ledger import Attempt
-from fake_servers._script import Respond, Scenario, Step, Stream
 
 __all__ = [
     "CANCEL_LEAD",
@@ -45,7 +47,6 @@ class _Look:
     """One attempt as the rules see it."""
 
     a: Attempt
-    step: Step | None
     state: _State
     chunks: int  # data events the server sent
     terminal: bool
@@ -67,47 +68,36 @@ class _Look:
     @property
     def body_complete(self) -> bool:
         """Whether the server got the whole request (else it could not have acted on it)."""
-        return not (self.a.status is None and "during the request body" in self.a.note)
+        return self.a.rejected != "client_left"
 
     def ids_sent(self) -> tuple[str, ...]:
         return tuple(e.id for e in self.a.data_events if e.id is not None)
 
 
-def _step_of(attempt: Attempt, scenario: Scenario | None) -> Step | None:
-    if scenario is None or attempt.step is None:
-        return None
-    endpoint = scenario.endpoint(attempt.path)
-    if endpoint is None or attempt.step >= len(endpoint.steps):
-        return None
-    return endpoint.steps[attempt.step]
-
-
-def _look(attempt: Attempt, scenario: Scenario | None, cancelled: bool) -> _Look:
-    step = _step_of(attempt, scenario)
+def _look(attempt: Attempt, cancelled: bool) -> _Look:
     chunks = len(attempt.data_events)
     terminal = any(e.kind == "terminal" for e in attempt.events)
-    hint = _hint(step)
-    state, outcome = _judge_attempt(attempt, step, chunks, terminal)
+    # Only a plain response's Retry-After is a hint (a streamed answer's never was).
+    hint = attempt.retry_after if attempt.ending is None else None
+    state, outcome = _judge_attempt(attempt, chunks, terminal)
     if cancelled and state != "ok":
         state, outcome = "cancelled", outcome + " (the app stopped reading)"
-    return _Look(attempt, step, state, chunks, terminal, hint, outcome)
+    return _Look(attempt, state, chunks, terminal, hint, outcome)
 
 
-def _judge_attempt(
-    a: Attempt, step: Step | None, chunks: int, terminal: bool
-) -> tuple[_State, str]:
+def _judge_attempt(a: Attempt, chunks: int, terminal: bool) -> tuple[_State, str]:
     if a.end is None:
         return "open", f"{a.status or 'no status'}, {chunks} chunk(s) so far, still open"
     if a.status is None:
         return "failed", f"no response ({a.end}{': ' + a.note if a.note else ''})"
     if a.status >= 400:
         return "failed", str(a.status)
-    streamed = isinstance(step, Stream) or bool(a.events)
+    streamed = a.ending is not None or bool(a.events)
     if not streamed:
         return ("ok", str(a.status)) if a.end == "completed" else ("failed", f"{a.status} {a.end}")
     if terminal:
         return "ok", f"{a.status}, {chunks} chunk(s), done"
-    if _in_band_error(a, step):
+    if _in_band_error(a):
         return "failed", f"{a.status}, {chunks} chunk(s), in-band error event"
     how = {
         "completed": "truncated: no terminal event",
@@ -118,36 +108,9 @@ def _judge_attempt(
     return "failed", f"{a.status}, {chunks} chunk(s), {how}"
 
 
-def _in_band_error(a: Attempt, step: Step | None) -> bool:
+def _in_band_error(a: Attempt) -> bool:
     """The stream ended with the provider's error event (e.g. Anthropic's ``event: error``)."""
-    scripted = isinstance(step, Stream) and step.end == "error"
-    return a.end == "completed" and (scripted or a.note == "in-band error")
-
-
-def _hint(step: Step | None) -> float | None:
-    """Seconds the scripted response asked the client to wait (Retry-After / retry-after-ms)."""
-    if not isinstance(step, Respond):
-        return None
-    if step.retry_after_date is not None:
-        return step.retry_after_date  # the date is at least this far after sending
-    headers = {k.lower(): v.strip() for k, v in step.headers}
-    if "retry-after-ms" in headers:
-        value = _number(headers["retry-after-ms"])
-        if value is not None:
-            return value / 1000
-    if "retry-after" in headers:
-        # A literal HTTP date in a script is relative to nothing the ledger knows: no
-        # hint (script dates with Respond.retry_after_date instead).
-        return _number(headers["retry-after"])
-    return None
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
+    return a.end == "completed" and a.ending == "error"
 
 
 def _cancelled(a: Attempt, stopped_reading_at: float | None) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from conformance._verdict._calls import _in_band_error, _Inputs, _Look
 from conformance._verdict._result import Finding, _finding
-from fake_servers._script import Stream
+from fake_servers._ledger import Stalled
 
 __all__ = [
     "_accepted",
@@ -64,27 +64,19 @@ def _duplicated(ins: _Inputs, prev: _Look) -> str:
     return ""
 
 
-def _stall_threshold(ins: _Inputs, step: Stream) -> tuple[float, str]:
+def _stall_threshold(ins: _Inputs, stall: Stalled) -> tuple[float, str]:
     if ins.stall_timeout is not None:
         return ins.stall_timeout, "the test's stall_timeout"
     p = ins.policy
     name = ins.profile.key if ins.profile is not None else "the seed's"
-    if step.stall is not None and step.stall.after == 0 and p.first_chunk_timeout:
+    if stall.after == 0 and p.first_chunk_timeout:
         return p.first_chunk_timeout, f"{name} time-to-first-chunk timeout"
     return p.stall_timeout + p.stall_check_interval, f"{name} silent-stream timeout + check"
 
 
-def _stall_silence(look: _Look, step: Stream, ins: _Inputs) -> tuple[float, float] | None:
-    """(start, silence endured) of the scripted stall, or None if it never began."""
-    stall = step.stall
-    assert stall is not None
-    after = min(stall.after, step.events)  # past the last event it stalls before the end
-    data = look.a.data_events
-    if after > 0 and len(data) < after:
-        return None
-    start = data[after - 1].at if after > 0 else look.a.headers_at
-    if start is None:
-        return None
+def _stall_silence(look: _Look, stall: Stalled, ins: _Inputs) -> tuple[float, float]:
+    """(start, silence endured) of the scripted stall, which the server began."""
+    start = stall.at
     idle_rule = ins.policy.idle_rule
     if stall.keepalive is not None and idle_rule == "bytes":
         return start, stall.keepalive  # every comment is a heartbeat: the gap is the beat
@@ -95,14 +87,11 @@ def _stall_silence(look: _Look, step: Stream, ins: _Inputs) -> tuple[float, floa
 
 def _sat_through(ins: _Inputs) -> Iterator[Finding]:
     for look in ins.looks:
-        step = look.step
-        if not isinstance(step, Stream) or step.stall is None or look.state == "cancelled":
-            continue
-        measured = _stall_silence(look, step, ins)
-        if measured is None:
-            continue
-        start, silence = measured
-        limit, what = _stall_threshold(ins, step)
+        stall = look.a.stall
+        if stall is None or look.state == "cancelled":
+            continue  # no stall began (the ledger says so once it does)
+        start, silence = _stall_silence(look, stall, ins)
+        limit, what = _stall_threshold(ins, stall)
         closed = look.a.end == "client_closed" and look.a.ended_at is not None
         slack = ins.noise.worst_slack()
         if closed and (look.a.ended_at or 0.0) - start <= limit + slack:
@@ -114,7 +103,7 @@ def _sat_through(ins: _Inputs) -> Iterator[Finding]:
             "V-STALL-SAT-THROUGH",
             (look.seq,),
             f"#{look.seq} stayed through {silence:.3f} s of silence after "
-            f"{step.stall.after} chunk(s){still}; {what} is {limit:g} s",
+            f"{stall.after} chunk(s){still}; {what} is {limit:g} s",
         )
 
 
@@ -150,7 +139,7 @@ def _accepted(ins: _Inputs) -> Iterator[Finding]:
         last = looks[-1]
         if last.state != "failed" or not last.committed:
             continue
-        truncated = last.a.end == "completed" and not _in_band_error(last.a, last.step)
+        truncated = last.a.end == "completed" and not _in_band_error(last.a)
         rule = "V-TRUNCATED-ACCEPTED" if truncated else "V-MIDSTREAM-SWALLOWED"
         what = "ended without its terminal event" if truncated else f"failed ({last.outcome})"
         yield _finding(
