@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.reference._sse import SSEDecoder, SSEEvent
+from conformance.reference._sse import SSEComment, SSEDecoder, SSEEvent
 
 BOM = "\ufeff"
 
@@ -197,6 +197,17 @@ def test_retry_in_force_is_attached_to_later_events():
     assert [e.retry for e in events] == [None, 500, 500]
 
 
+def test_retry_of_thousands_of_digits_saturates_instead_of_raising():
+    """All ASCII digits is a valid retry, however long: Python's int() refuses past 4,300
+    digits, which once killed the stream; leading zeros still count for nothing."""
+    decoder = SSEDecoder()
+    assert decoder.feed(b"retry: " + b"9" * 5000 + b"\ndata: a\n\n") == [
+        SSEEvent(data="a", retry=10**18 - 1)
+    ]
+    decoder.feed(b"retry: " + b"0" * 5000 + b"1500\n\n")
+    assert decoder.retry == 1500
+
+
 def test_unknown_fields_and_bare_names_are_ignored():
     """Unknown field names, with or without a colon, do not affect the event."""
     assert decode(b"foo: bar\nbaz\nDATA: x\ndata: y\n\n") == [SSEEvent(data="y")]
@@ -289,6 +300,33 @@ def test_counters():
     decoder.feed(b":\n: ping\ndata: x\n\n")
     assert decoder.bytes_seen == 3 + 5 + 2 + 7 + 8 + 1
     assert decoder.comments_seen == 3
+
+
+def test_feed_items_hands_over_comments_where_they_were():
+    """Comments come with the events, in stream order, one leading space removed; a
+    comment inside an event block comes before the event its blank line dispatches."""
+    decoder = SSEDecoder()
+    items = decoder.feed_items(b": one\ndata: a\n:inside\ndata: b\n\n:\n:  two\ndata: c\n\n")
+    assert items == [
+        SSEComment("one"),
+        SSEComment("inside"),
+        SSEEvent(data="a\nb"),
+        SSEComment(""),
+        SSEComment(" two"),
+        SSEEvent(data="c"),
+    ]
+    assert decoder.comments_seen == 4
+
+
+def test_feed_items_across_chunks_and_feed_still_drops_comments():
+    """A comment split across reads comes once, when its line ends; feed() never
+    returns comments, even on the same decoder."""
+    decoder = SSEDecoder()
+    assert decoder.feed_items(b": keep") == []
+    assert decoder.feed_items(b"alive\ndata: x\n") == [SSEComment("keepalive")]
+    assert decoder.feed(b"\n: dropped\n") == [SSEEvent(data="x")]
+    assert decoder.feed_items(b"data: y\n\n") == [SSEEvent(data="y")]
+    assert decoder.comments_seen == 2
 
 
 def test_close_discards_the_unterminated_event_and_keeps_stream_state():
@@ -395,6 +433,20 @@ def test_any_split_gives_the_events_of_the_reference_parser(data, stream):
 def test_byte_at_a_time_equals_one_chunk(stream):
     """Feeding one byte at a time gives exactly the events of feeding everything at once."""
     assert decode_bytewise(stream) == decode(stream)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), stream=streams())
+def test_feed_items_gives_feeds_events_and_every_comment(data, stream):
+    """Under any split, feed_items' events are feed's, and each comment line comes once."""
+    decoder = SSEDecoder()
+    items: list[SSEEvent | SSEComment] = []
+    start = 0
+    for cut in [*sorted(data.draw(cuts_for(stream))), len(stream)]:
+        items += decoder.feed_items(stream[start:cut])
+        start = cut
+    assert [i for i in items if isinstance(i, SSEEvent)] == decode(stream)
+    assert sum(isinstance(i, SSEComment) for i in items) == decoder.comments_seen
 
 
 @settings(max_examples=300, deadline=None)

@@ -5,15 +5,22 @@ lines are split before decoding and every complete run of lines is decoded in
 one call. Only the unfinished last line is buffered, as bytes, so any split of
 the input gives the same events, and a long line arriving in many small chunks
 costs linear time.
+
+Comment lines are counted and dropped by ``feed``; ``feed_items`` hands them over
+too, as ``SSEComment``, in stream order, for consumers that watch keepalives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["SSEComment", "SSEDecoder", "SSEEvent"]
 
 _BOM = b"\xef\xbb\xbf"
+# A ``retry:`` of more digits saturates here (about 31 million years): Python refuses
+# int() of a string past 4,300 digits, and no longer delay means anything.
+_RETRY_DIGITS = 18
+_RETRY_CAP = 10**_RETRY_DIGITS - 1
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,14 @@ class SSEEvent:
     data: str = ""
     id: str = ""
     retry: int | None = None
+
+
+@dataclass(frozen=True)
+class SSEComment:
+    """One comment line: its text after the colon, one leading space removed (as for a
+    field value). The spec ignores comments; this is for consumers that ask."""
+
+    text: str
 
 
 _new = object.__new__
@@ -76,6 +91,8 @@ class SSEDecoder:
         self._pending: list[bytes] = []  # the unfinished line, no CR/LF in it
         self._bom_head: bytes | None = b""  # None once the BOM question is settled
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
+        # While feed_items runs: each comment, with the count of events dispatched before it.
+        self._comments: list[tuple[int, SSEComment]] | None = None
         self._reset_event()
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
@@ -109,6 +126,28 @@ class SSEDecoder:
         if end + 1 < len(chunk):
             pending.append(chunk[end + 1 :])
         return self._interpret(complete.decode("utf-8", "replace").split("\n"))
+
+    def feed_items(self, chunk: bytes) -> list[SSEEvent | SSEComment]:
+        """Like ``feed``, but comment lines come too, each where it was in the stream.
+
+        Returns:
+            The events completed by this chunk and its complete comment lines, in order.
+        """
+        comments: list[tuple[int, SSEComment]] = []
+        self._comments = comments
+        try:
+            events = self.feed(chunk)
+        finally:
+            self._comments = None
+        if not comments:
+            return list(events)
+        items: list[SSEEvent | SSEComment] = []
+        taken = 0
+        for before, comment in comments:
+            items += events[taken:before]
+            taken = max(taken, before)
+            items.append(comment)
+        return items + events[taken:]
 
     def close(self) -> list[SSEEvent]:
         """Ends the stream: an event not yet terminated by a blank line is discarded.
@@ -166,6 +205,9 @@ class SSEDecoder:
                 data.append(line[5:])
             elif line[0] == ":":
                 self.comments_seen += 1
+                if self._comments is not None:
+                    text = line[2:] if line[1:2] == " " else line[1:]
+                    self._comments.append((len(events), SSEComment(text)))
             else:
                 self._field(line)
         return events
@@ -183,4 +225,5 @@ class SSEDecoder:
             if "\0" not in value:
                 self._id_buffer = value
         elif name == "retry" and value.isascii() and value.isdigit():
-            self.retry = int(value)
+            digits = value.lstrip("0") or "0"
+            self.retry = int(digits) if len(digits) <= _RETRY_DIGITS else _RETRY_CAP
