@@ -1,6 +1,8 @@
 """The conformance cases (the spec, as code), profiles, checks and the reference client.
 
-Importing this package is cheap; the catalog is loaded by ``all_cases()``.
+Importing this package is cheap; the catalog is loaded by ``all_cases()``. Two kinds of
+verdict, one name each: ``Verdict`` is a case's (PASS, FAIL, ...), ``AppVerdict`` is what
+``judge`` (behind ``llm_server.verdict()``) found about one test's client.
 """
 
 from conformance._case import (
@@ -28,8 +30,7 @@ from conformance._profiles import (
     policy_from_dict,
     policy_to_dict,
 )
-from conformance._verdict import RULES, Finding, Rule, judge
-from conformance._verdict import Verdict as AppVerdict  # Verdict is the case verdict (PASS...)
+from conformance._verdict import RULES, AppVerdict, Finding, Rule, judge
 
 __all__ = [
     "BUILTIN_PROFILES",

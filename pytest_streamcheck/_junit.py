@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
+from pytest_streamcheck._report import REPORT_ATTR
 from pytest_streamcheck._select import SUITE
 
 __all__ = ["JunitFields"]
-
-REPORT_ATTR = "streamcheck"  # the row on reports (see plugin.py)
 
 
 def _log_xml(config: pytest.Config) -> Any:

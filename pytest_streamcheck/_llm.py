@@ -2,47 +2,42 @@
 
 One fake server and one fault proxy serve the whole session; each test gets them
 reset (no endpoints, an empty ledger, the proxy online and clean) and an
-environment in which the official SDKs talk to the proxy with dummy keys. The
-``--streamcheck-verdicts`` collector lives here too. This module is imported by the
-plugin only when the fixture or the option is used; the kit is imported lazily.
+environment in which the official SDKs talk to the proxy with dummy keys. With
+``--streamcheck-verdicts`` the test's verdict is left on its item for the reporter
+(``pytest_streamcheck._report``, the one writer of reports). This module is imported by
+the plugin only when the fixture is used; the kit is imported lazily.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
-import time
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from conformance._profiles import Profile, Timing
-    from conformance._verdict import Verdict
+    from conformance._verdict import AppVerdict
     from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, Step
     from fake_servers._script import Method, Then
 
 __all__ = [
     "DUMMY_KEY",
-    "VERDICTS_KEY",
     "VERDICT_ROW_KEY",
     "LLMServer",
     "LLMSession",
     "ProviderEndpoint",
-    "VerdictCollector",
     "provider_environment",
     "serve_test",
 ]
 
 DUMMY_KEY = "sk-streamcheck-dummy"  # a real provider rejects it: nothing is spent or sent
-VERDICT_ATTR = "streamcheck_verdict"  # on teardown reports: plain data, so it crosses xdist
-VERDICT_ROW_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()  # on the item
-VERDICTS_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()  # on the config
+# The test's verdict row, on its item until the reporter puts it on the teardown report.
+VERDICT_ROW_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Credentials and identities that would otherwise travel to the fake server, or make an
 # SDK pick its own endpoint (a profile file, a bearer token).
@@ -139,7 +134,7 @@ class LLMServer:
             "gemini",
             self,
         )
-        self.verdicts: list[Verdict] = []  # every verdict taken in this test, in order
+        self.verdicts: list[AppVerdict] = []  # every verdict taken in this test, in order
         self._stopped_reading_at: float | None = None
         self._timer: threading.Timer | None = None
 
@@ -213,7 +208,7 @@ class LLMServer:
         stall_timeout: float | None = None,
         stopped_reading_at: float | None = None,
         settle: float | None = None,
-    ) -> Verdict:
+    ) -> AppVerdict:
         """Judge what the client did in this test (see ``conformance._verdict.judge``).
 
         Args:
@@ -328,62 +323,3 @@ def _record_verdict(llm: LLMServer, request: pytest.FixtureRequest) -> None:
             **verdict.to_json(),
             "rendered": verdict.render(),
         }
-
-
-class VerdictCollector:
-    """``--streamcheck-verdicts``: prints and reports every test whose client mishandled a fault."""
-
-    def __init__(self, config: pytest.Config, report: Path | None, streamcheck_run: bool) -> None:
-        self.config = config
-        self.report = report
-        self.streamcheck_run = streamcheck_run  # then the run's own report carries them
-        self.rows: list[dict[str, Any]] = []
-        self.started = time.time()
-        config.stash[VERDICTS_KEY] = self.rows
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        row = item.stash.get(VERDICT_ROW_KEY, None)
-        if call.when == "teardown" and row is not None:
-            setattr(report, VERDICT_ATTR, row)
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        row = getattr(report, VERDICT_ATTR, None)
-        if isinstance(row, dict):
-            self.rows.append(row)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter.section("streamcheck verdicts")
-        if not self.rows:
-            terminalreporter.write_line("no client mishandled a fault")
-            return
-        for row in sorted(self.rows, key=lambda r: str(r["test"])):
-            terminalreporter.write_line(f"{row['test']}")
-            for line in str(row["rendered"]).splitlines():
-                terminalreporter.write_line(f"  {line}")
-        must = sum(not row["ok"] for row in self.rows)
-        terminalreporter.write_line(
-            f"{len(self.rows)} test(s) whose client mishandled a fault ({must} with a MUST finding)"
-        )
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(session.config, "workerinput") or self.report is None or self.streamcheck_run:
-            return
-        from pytest_streamcheck import __version__
-        from pytest_streamcheck._report import SCHEMA
-
-        report = {
-            "schema": SCHEMA,
-            "kit": {"name": "pytest-streamcheck", "version": __version__},
-            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "duration": round(time.time() - self.started, 3),
-            "cases": [],
-            "verdicts": sorted(self.rows, key=lambda r: str(r["test"])),
-        }
-        self.report.parent.mkdir(parents=True, exist_ok=True)
-        self.report.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

@@ -1,5 +1,10 @@
-"""Reports: the per-case row that travels on pytest reports, the terminal summary,
-and the JSON report (schema ``streamcheck-report/1``) with its HTML rendering."""
+"""Reports: the rows that travel on pytest reports, the terminal summary, and the JSON
+report (schema ``streamcheck-report/1``) with its HTML rendering.
+
+The one writer of the report schema: a case's row (``--streamcheck``) and a test's app
+verdict (``--streamcheck-verdicts``, from ``llm_server``) are put on pytest's reports
+here, collected here (from this process or xdist workers) and written here.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +13,35 @@ import platform
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Generator, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from conformance._case import Verdict, catalog_key
 from pytest_streamcheck import __version__
-from pytest_streamcheck._html import render_html
-from pytest_streamcheck._llm import VERDICTS_KEY
+from pytest_streamcheck._llm import VERDICT_ROW_KEY
 from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
-from pytest_streamcheck._runner import CaseResult
-from pytest_streamcheck._session import StreamcheckSession
 
-__all__ = ["SCHEMA", "Reporter", "build_report", "render_html", "report_row", "summary_lines"]
+if TYPE_CHECKING:
+    from pytest_streamcheck._runner import CaseResult
+    from pytest_streamcheck._session import StreamcheckSession
+
+__all__ = [
+    "REPORT_ATTR",
+    "SCHEMA",
+    "VERDICT_ATTR",
+    "Reporter",
+    "build_report",
+    "report_row",
+    "summary_lines",
+]
 
 SCHEMA = "streamcheck-report/1"
-REPORT_ATTR = "streamcheck"
+# Rows ride on pytest's reports as plain data, so they cross xdist to the controller.
+REPORT_ATTR = "streamcheck"  # a case's row
+VERDICT_ATTR = "streamcheck_verdict"  # a test's app verdict, on its teardown report
 
 
 def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
@@ -49,43 +66,117 @@ def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
 
 
 class Reporter:
-    """Collects case rows (from this process, or from xdist workers) and writes reports."""
+    """Puts rows on reports, collects them (here or from xdist workers), writes reports.
 
-    def __init__(self, state: StreamcheckSession) -> None:
+    ``state`` is the streamcheck run's (None without ``--streamcheck``); ``verdicts``
+    says whether ``--streamcheck-verdicts`` is on; ``path`` is the JSON report's.
+    """
+
+    def __init__(
+        self, state: StreamcheckSession | None, *, verdicts: bool, path: Path | None
+    ) -> None:
         self.state = state
-        self.rows: list[dict[str, Any]] = []
+        self.path = path
+        self.rows: list[dict[str, Any]] = []  # cases
+        self.verdicts: list[dict[str, Any]] | None = [] if verdicts else None
         self.started = time.time()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if self.state is not None:
+            self._case_row(item, call, report, self.state)
+        verdict = item.stash.get(VERDICT_ROW_KEY, None)  # left there by llm_server
+        if self.verdicts is not None and call.when == "teardown" and verdict is not None:
+            setattr(report, VERDICT_ATTR, verdict)
+        return report
+
+    @staticmethod
+    def _case_row(
+        item: pytest.Item,
+        call: pytest.CallInfo[None],
+        report: pytest.TestReport,
+        state: StreamcheckSession,
+    ) -> None:
+        from pytest_streamcheck._items import CaseItem
+
+        if not isinstance(item, CaseItem):
+            return
+        result = item.result
+        reported = getattr(item, "_streamcheck_reported", False)
+        # Once per case: on its call, or on the setup that failed or skipped it.
+        if result is not None and not reported and (call.when == "call" or not report.passed):
+            setattr(report, REPORT_ATTR, report_row(result, state))
+            item._streamcheck_reported = True  # type: ignore[attr-defined]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         row = getattr(report, REPORT_ATTR, None)
         if isinstance(row, dict):
             self.rows.append(row)
+        verdict = getattr(report, VERDICT_ATTR, None)
+        if self.verdicts is not None and isinstance(verdict, dict):
+            self.verdicts.append(verdict)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.rows:
-            return
-        terminalreporter.section("streamcheck")
-        for line in summary_lines(self.rows, self.state):
-            terminalreporter.write_line(line)
+        if self.rows and self.state is not None:
+            terminalreporter.section("streamcheck")
+            for line in summary_lines(self.rows, self.state):
+                terminalreporter.write_line(line)
+        if self.verdicts is not None:
+            terminalreporter.section("streamcheck verdicts")
+            for line in verdict_lines(self.verdicts):
+                terminalreporter.write_line(line)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.state.close()
+        if self.state is not None:
+            self.state.close()
         if hasattr(session.config, "workerinput"):
             return  # workers send their rows to the controller, which writes the report
-        s = self.state.settings
-        if not (s.report or s.html):
+        html = self.state.settings.html if self.state is not None else None
+        if self.path is None and html is None:
             return
-        report = build_report(self.rows, self.state, time.time() - self.started)
-        verdicts = session.config.stash.get(VERDICTS_KEY, None)  # --streamcheck-verdicts
-        if verdicts is not None:
-            report["verdicts"] = verdicts
-        if s.report:
-            s.report.parent.mkdir(parents=True, exist_ok=True)
-            s.report.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
-        if s.html:
-            s.html.parent.mkdir(parents=True, exist_ok=True)
-            s.html.write_text(render_html(report), encoding="utf-8")
+        duration = time.time() - self.started
+        if self.state is not None:
+            report = build_report(self.rows, self.state, duration)
+        else:  # --streamcheck-verdicts alone: no suite ran
+            report = _header(duration) | {"cases": []}
+        if self.verdicts is not None:
+            report["verdicts"] = sorted(self.verdicts, key=lambda r: str(r["test"]))
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+        if html is not None:
+            from pytest_streamcheck._html import render_html
+
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(render_html(report), encoding="utf-8")
+
+
+def verdict_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The "streamcheck verdicts" section: each test whose client mishandled a fault."""
+    if not rows:
+        return ["no client mishandled a fault"]
+    lines = []
+    for row in sorted(rows, key=lambda r: str(r["test"])):
+        lines.append(f"{row['test']}")
+        lines += [f"  {line}" for line in str(row["rendered"]).splitlines()]
+    must = sum(not row["ok"] for row in rows)
+    lines.append(
+        f"{len(rows)} test(s) whose client mishandled a fault ({must} with a MUST finding)"
+    )
+    return lines
+
+
+def _header(duration: float) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "kit": {"name": "pytest-streamcheck", "version": __version__},
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "duration": round(duration, 3),
+    }
 
 
 def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> list[str]:

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from pytest_streamcheck._session import StreamcheckSession
 
 STATE_KEY: pytest.StashKey[StreamcheckSession] = pytest.StashKey()
-REPORT_ATTR = "streamcheck"  # on reports: plain data, so it crosses xdist
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,12 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_streamcheck._settings import report_path, resolve_settings, verdicts_enabled
 
     settings = resolve_settings(config)
-    if verdicts_enabled(config):
-        from pytest_streamcheck._llm import VerdictCollector
-
-        collector = VerdictCollector(config, report_path(config), settings is not None)
-        config.pluginmanager.register(collector, "streamcheck-verdicts")
+    verdicts = verdicts_enabled(config)
     if settings is None:
+        if verdicts:  # the app verdicts of llm_server tests, without the suite
+            from pytest_streamcheck._report import Reporter
+
+            reporter = Reporter(None, verdicts=True, path=report_path(config))
+            config.pluginmanager.register(reporter, "streamcheck-reporter")
         return
     from pytest_streamcheck._session import StreamcheckSession
     from pytest_streamcheck._targets import TargetError
@@ -62,7 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in marker_lines(state.cases):
         config.addinivalue_line("markers", line)
     state.selected = take_case_args(config)  # streamcheck::SC-AREA-N on the command line
-    config.pluginmanager.register(Reporter(state), "streamcheck-reporter")
+    reporter = Reporter(state, verdicts=verdicts, path=report_path(config))
+    config.pluginmanager.register(reporter, "streamcheck-reporter")
     config.pluginmanager.register(JunitFields(config), "streamcheck-junit")
 
 
@@ -122,18 +123,10 @@ def pytest_runtest_makereport(
 
     if not isinstance(item, CaseItem):
         return report
-    result = item.result
     if call.when == "setup" and report.failed and call.excinfo:
         # pytest renders setup errors as tracebacks; a case's ERROR has its own text.
         report.longrepr = item.repr_failure(call.excinfo)
-    keep_line(report)
-    reported = getattr(item, "_streamcheck_reported", False)
-    if result is not None and not reported and (call.when == "call" or report.outcome != "passed"):
-        from pytest_streamcheck._report import report_row
-
-        state = item.config.stash[STATE_KEY]
-        setattr(report, REPORT_ATTR, report_row(result, state))
-        item._streamcheck_reported = True  # type: ignore[attr-defined]
+    keep_line(report)  # the case's row goes on the report in _report.Reporter
     return report
 
 

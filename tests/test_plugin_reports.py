@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -180,3 +182,12 @@ def test_under_xdist_the_controller_writes_one_merged_report(pytester: pytest.Py
     assert seed is not None
     assert report["seed"] == int(seed.group(1))
     result.stdout.fnmatch_lines([f"reproduce with --streamcheck-seed={seed.group(1)}"])
+
+
+def test_the_llm_fixture_module_does_not_import_the_report_writer() -> None:
+    """One writer of reports, imported one way: the fixture's module never loads it."""
+    code = (
+        "import sys, pytest_streamcheck._llm\n"
+        "assert 'pytest_streamcheck._report' not in sys.modules, 'import cycle is back'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

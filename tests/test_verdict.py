@@ -20,7 +20,7 @@ from test_timing import quiet_noise
 
 from conformance._profiles import Profile, get_profile
 from conformance._timing import Noise
-from conformance._verdict import RULES, Verdict, judge
+from conformance._verdict import RULES, AppVerdict, judge
 from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
 from fake_servers import Attempt, Endpoint, Respond, Scenario, SentEvent, Stall, Stream, fixed
 from fake_servers._ledger import Rejected, Stalled
@@ -95,11 +95,11 @@ def ok(seq: int, at: float, **kw: Any) -> Attempt:
     return rec(seq, at, 200, chunks=3, done=True, **kw)
 
 
-def musts(v: Verdict) -> set[str]:
+def musts(v: AppVerdict) -> set[str]:
     return {f.rule for f in v.findings if f.level == "MUST"}
 
 
-def shoulds(v: Verdict) -> set[str]:
+def shoulds(v: AppVerdict) -> set[str]:
     return {f.rule for f in v.findings if f.level == "SHOULD"}
 
 
@@ -812,12 +812,12 @@ def _run_app(llm: Any, client: GoodClient, row: Row) -> tuple[str, BaseException
     return "".join(out), None
 
 
-def _judge_run(llm: Any, row: Row) -> Verdict:
+def _judge_run(llm: Any, row: Row) -> AppVerdict:
     llm.openai.script(*row.steps)
     client = row.client(llm.openai.url)
     try:
         output, error = _run_app(llm, client, row)
-        verdict: Verdict = llm.verdict(app_output=output, error=error, **row.verdict)
+        verdict: AppVerdict = llm.verdict(app_output=output, error=error, **row.verdict)
     finally:
         client.close()
     return verdict

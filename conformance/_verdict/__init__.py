@@ -32,7 +32,7 @@ from conformance._verdict._judges_retry import (
     _storm,
 )
 from conformance._verdict._judges_stream import _accepted, _not_closed, _restarted, _sat_through
-from conformance._verdict._result import Call, Finding, Verdict
+from conformance._verdict._result import AppVerdict, Call, Finding
 from conformance._verdict._rules import RULES, FindingLevel, Rule
 from conformance.reference._config import ClientPolicy
 from fake_servers._ledger import Attempt
@@ -40,11 +40,11 @@ from fake_servers._script import Scenario
 
 __all__ = [
     "RULES",
+    "AppVerdict",
     "Call",
     "Finding",
     "FindingLevel",
     "Rule",
-    "Verdict",
     "judge",
 ]
 
@@ -102,7 +102,7 @@ def judge(
     stopped_reading_at: float | None = None,
     judged_at: float | None = None,
     noise: Noise | None = None,
-) -> Verdict:
+) -> AppVerdict:
     """Judge what a client did with the faults, from the ledger and what the app produced.
 
     Args:
@@ -158,7 +158,7 @@ def judge(
         )
         for n, g in enumerate(groups, start=1)
     )
-    return Verdict(
+    return AppVerdict(
         findings=tuple(findings),
         calls=calls,
         not_judged=_not_judged(ins),

@@ -1,4 +1,8 @@
-"""The verdict's results: Finding, Call and Verdict, and a rule's finding (_finding)."""
+"""The verdict's results: Finding, Call and AppVerdict, and a rule's finding (_finding).
+
+``AppVerdict`` is the app-level verdict (findings about one test's client); a case's
+PASS/FAIL is ``conformance.Verdict``. Each has one name, everywhere.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ from typing import Any
 from conformance._verdict._rules import RULES, FindingLevel
 
 __all__ = [
+    "AppVerdict",
     "Call",
     "Finding",
-    "Verdict",
     "_finding",
 ]
 
@@ -79,7 +83,7 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AppVerdict:
     """Everything judged about one test's client: findings, the calls, what was not judged."""
 
     findings: tuple[Finding, ...]
