@@ -42,11 +42,12 @@ from fake_servers._render import (
     Send,
     Yield,
     error_body,
+    plan_raw,
     plan_respond,
     plan_stream,
     retry_hint,
 )
-from fake_servers._script import Endpoint, Headers, Respond, Scenario, Stream
+from fake_servers._script import Endpoint, Headers, Raw, Respond, Scenario, Stream
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -148,6 +149,8 @@ class ScriptPlayer:
         writer.update(step=step_index, ending=step.end if isinstance(step, Stream) else None)
         if isinstance(step, Respond):
             play = self._respond(step, writer, send, request.path)
+        elif isinstance(step, Raw):
+            play = self._raw(step, writer, send)
         else:
             call = _call(request, body)
             play = self._stream(step, writer, send, request, call, scenario.seed, number)
@@ -317,6 +320,19 @@ class ScriptPlayer:
         await _start(send, writer, status, headers, step.retry_after_date)
         await _finish_body(send, writer, body)
         writer.finish("completed")
+
+    async def _raw(self, step: Raw, writer: AttemptWriter, send: SendFn) -> None:
+        headers, writes = plan_raw(step)
+        await _start(send, writer, step.status, headers)
+        playback = _Playback(send, writer, stalls=False)
+        for write in writes:
+            await playback.write(write)
+        note = f"raw: {len(step.pieces)} write(s), {step.size} bytes"
+        if step.end == "abort":
+            writer.finish("aborted", note)
+            return  # unterminated: Hypercorn drops the connection
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        writer.finish("completed", note)
 
     async def _stream(
         self,

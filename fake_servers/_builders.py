@@ -29,6 +29,8 @@ from fake_servers._script import (
     Headers,
     LineEnding,
     Method,
+    Raw,
+    RawEnd,
     Respond,
     Scenario,
     Stall,
@@ -348,6 +350,7 @@ _STREAM_KEYS = frozenset(inspect.signature(stream).parameters)
 _SET_FROM = {
     "respond": {},
     "stream": {},
+    "raw": {},
     "stall": {"stall": "after, seconds and keepalive"},
     "drip": {"split": "rate", "split_random": "rate", "split_pause": "rate"},
     "truncate": {"events": "after", "end": "the kind"},
@@ -410,6 +413,34 @@ def abort(after: int, *, mid_line: bool = False, **stream_kwargs: Any) -> Stream
     return stream(check_integer("after", after), end=end, **stream_kwargs)
 
 
+def raw(
+    pieces: Iterable[str | bytes],
+    *,
+    pause: float = 0.0,
+    status: int = 200,
+    content_type: str = Framing.content_type,
+    headers: HeadersLike | None = None,
+    end: RawEnd = "close",
+) -> Raw:
+    """A response whose body is exactly ``pieces``, one write each, for byte-level tests.
+
+    Args:
+        pieces: the body's writes, in order; a string is sent as UTF-8 (a file's
+            ``pieces_base64`` carries bytes that are not UTF-8).
+        pause: seconds between two pieces.
+        status, headers: as for ``respond``; set the Content-Type with ``content_type``.
+        end: ``close`` ends the body cleanly; ``abort`` breaks the connection after it.
+
+    Raises:
+        ScenarioError: a piece is empty or not text, the body is past the limit, or an
+            argument is out of range.
+    """
+    if isinstance(pieces, str | bytes) or not isinstance(pieces, Iterable):
+        reject("pieces", "a list of strings or bytes", pieces)
+    encoded = tuple(p.encode() if isinstance(p, str) else p for p in pieces)
+    return Raw(encoded, pause, status, content_type, _headers(headers), end)
+
+
 STEP_BUILDERS: dict[str, Callable[..., Step]] = {
     "respond": respond,
     "stream": stream,
@@ -417,6 +448,7 @@ STEP_BUILDERS: dict[str, Callable[..., Step]] = {
     "drip": drip,
     "truncate": truncate,
     "abort": abort,
+    "raw": raw,
 }
 
 
@@ -447,6 +479,8 @@ def build_step(kind: str, arguments: Mapping[str, Any]) -> Step:
 
 def step_arguments(step: Step) -> tuple[str, dict[str, Any]]:
     """The builder and keyword arguments that rebuild ``step`` exactly (for valid steps)."""
+    if isinstance(step, Raw):
+        return "raw", {f.name: getattr(step, f.name) for f in dataclasses.fields(step)}
     if isinstance(step, Respond):
         return "respond", {
             "status": step.status,

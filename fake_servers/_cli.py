@@ -25,7 +25,7 @@ from typing import TextIO
 
 from fake_servers._builders import ScenarioError
 from fake_servers._loader import load_scenario
-from fake_servers._script import Endpoint, Respond, Scenario, Step
+from fake_servers._script import Endpoint, Raw, Respond, Scenario, Step
 
 __all__ = ["main"]
 
@@ -182,6 +182,9 @@ def _describe_step(step: Step) -> str:
         if step.retry_after_date is not None:
             after = f"a date {step.retry_after_date:g} s ahead"
         return f"{step.status}" + (f" (Retry-After: {after})" if after is not None else "")
+    if isinstance(step, Raw):
+        drop = ", then the connection drops" if step.end == "abort" else ""
+        return f"{step.size} raw bytes in {len(step.pieces)} write(s){drop}"
     events = f"{step.events} event{'' if step.events == 1 else 's'}"
     if step.stall is not None and step.stall.seconds is None:
         return f"{step.stall.after} events, then silent until the client leaves"

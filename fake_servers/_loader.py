@@ -13,7 +13,7 @@ has the full reference. In short::
     then = "repeat_last"          # optional: repeat_last (default) | cycle
 
     [[endpoint.step]]             # attempt 1
-    kind = "respond"              # respond | stream | stall | drip | truncate | abort
+    kind = "respond"              # respond | stream | stall | drip | truncate | abort | raw
     status = 503
     retry_after = 1
 
@@ -24,12 +24,14 @@ has the full reference. In short::
     end = "abort"
 
 Every other key of a step is the keyword of the same name of its ``kind``'s
-builder (``respond``, ``stream``, ``stall``, ``drip``, ``truncate``, ``abort``), or
+builder (``respond``, ``stream``, ``stall``, ``drip``, ``truncate``, ``abort``,
+``raw``), or
 of a failure shorthand (``reply``, ``rate_limited``, ``outage``, ``drop_after``,
 ``stall_after``, ``truncate_after``, ``error_after``; ``rate_limited`` and
 ``outage`` stand for ``times`` steps).
 ``body`` is a string (sent as UTF-8) or a table (sent as JSON); ``body_base64``
-carries bytes that are not UTF-8. ``headers`` is a table, or an array of
+carries bytes that are not UTF-8; a ``raw`` step's ``pieces`` are strings, or
+``pieces_base64`` a list of base64 texts. ``headers`` is a table, or an array of
 ``[name, value]`` pairs when a name repeats. ``stall`` is a table with ``after``,
 ``seconds``, ``keepalive``. JSON files hold the same tree:
 ``{"seed": 7, "endpoint": [{"path": "/v1/stream", "step": [{"kind": "respond"}]}]}``.
@@ -62,7 +64,7 @@ from fake_servers._builders import (
     suggestion,
 )
 from fake_servers._limits import MAX_DEPTH, MAX_ENDPOINTS, MAX_SCENARIO_BYTES, MAX_STEPS
-from fake_servers._script import Endpoint, Gap, Headers, Scenario, Stall, Step, Stream
+from fake_servers._script import Endpoint, Gap, Headers, Raw, Scenario, Stall, Step, Stream
 from fake_servers._shorthand import expand_step
 from fake_servers._validate import check_limit
 
@@ -234,8 +236,9 @@ def _steps(table: Mapping[str, Any], where: str) -> tuple[Step, ...]:
         if "kind" not in table:
             raise ScenarioError("required key is missing", field="kind")
         arguments = {key: value for key, value in table.items() if key != "kind"}
-        if table["kind"] == "respond" and "body_base64" in arguments:
-            arguments["body"] = _base64_body(arguments)
+        field = _BASE64_FIELDS.get(table["kind"])
+        if field is not None and f"{field}_base64" in arguments:
+            arguments[field] = _base64_field(arguments, field)
         if table["kind"] in STEP_BUILDERS:
             return (build_step(table["kind"], arguments),)
         return expand_step(table["kind"], arguments)
@@ -243,18 +246,27 @@ def _steps(table: Mapping[str, Any], where: str) -> tuple[Step, ...]:
         raise error.located(step=where) from None
 
 
-def _base64_body(arguments: dict[str, Any]) -> bytes:
-    encoded = arguments.pop("body_base64")
-    if "body" in arguments:
-        raise ScenarioError("conflicts with body (set one of them)", field="body_base64")
+# The field a kind's ``<field>_base64`` key carries as base64 (a body, or a list of pieces).
+_BASE64_FIELDS = {"respond": "body", "raw": "pieces"}
+
+
+def _base64_field(arguments: dict[str, Any], field: str) -> bytes | list[bytes]:
+    key = f"{field}_base64"
+    encoded = arguments.pop(key)
+    if field in arguments:
+        raise ScenarioError(f"conflicts with {field} (set one of them)", field=key)
+    if field == "pieces" and isinstance(encoded, list):
+        return [_base64_bytes(item, f"{key}[{n}]") for n, item in enumerate(encoded)]
+    return _base64_bytes(encoded, key)
+
+
+def _base64_bytes(encoded: object, key: str) -> bytes:
     try:
         if not isinstance(encoded, str):
             raise ValueError
         return base64.b64decode(encoded, validate=True)
     except (ValueError, binascii.Error):
-        raise ScenarioError(
-            f"expected base64 text, got {show(encoded)}", field="body_base64"
-        ) from None
+        raise ScenarioError(f"expected base64 text, got {show(encoded)}", field=key) from None
 
 
 # -- dumping -----------------------------------------------------------------------
@@ -281,7 +293,8 @@ def _dump_endpoint(item: Endpoint) -> dict[str, Any]:
 
 _DEFAULT_ARGUMENTS = {"respond": step_arguments(build_step("respond", {}))[1]}
 _DEFAULT_ARGUMENTS["stream"] = step_arguments(Stream())[1]
-_ALWAYS = {"respond": "status", "stream": "events"}  # written even at their default
+_DEFAULT_ARGUMENTS["raw"] = step_arguments(Raw((b" ",)))[1]
+_ALWAYS = {"respond": "status", "stream": "events", "raw": "pieces"}  # even at their default
 
 
 def _dump_step(step: Step) -> dict[str, Any]:
@@ -300,6 +313,11 @@ def _dump_value(key: str, value: Any) -> dict[str, Any]:
         return {key: {k: v for k, v in dataclasses.asdict(value).items() if v is not None}}
     if key == "headers":
         return {key: _dump_headers(value)}
+    if key == "pieces":
+        try:
+            return {key: [piece.decode() for piece in value]}
+        except UnicodeDecodeError:
+            return {"pieces_base64": [base64.b64encode(piece).decode() for piece in value]}
     if isinstance(value, bytes):
         try:
             return {"body": value.decode()}

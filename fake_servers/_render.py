@@ -28,7 +28,7 @@ from fake_servers._providers import (
     provider_headers,
     wire_of,
 )
-from fake_servers._script import Framing, Gap, Headers, Respond, Stream
+from fake_servers._script import Framing, Gap, Headers, Raw, Respond, Stream
 
 __all__ = [
     "BATCH",
@@ -42,6 +42,7 @@ __all__ = [
     "StreamPlan",
     "Yield",
     "error_body",
+    "plan_raw",
     "plan_respond",
     "plan_stream",
     "retry_hint",
@@ -499,6 +500,13 @@ def _pieces(data: bytes, framing: Framing, rng: random.Random) -> Iterator[bytes
         size = rng.randint(1, framing.split) if framing.split_random else framing.split
         yield data[start : start + size]
         start += size
+
+
+def plan_raw(step: Raw) -> tuple[Headers, tuple[Send, ...]]:
+    """The headers and the writes of a raw step: its pieces as they are, ``pause`` apart."""
+    headers = (("content-type", step.content_type), *STREAM_HEADERS, *step.headers)
+    sends = tuple(Send(piece, step.pause if n else 0.0) for n, piece in enumerate(step.pieces))
+    return headers, sends
 
 
 def plan_respond(

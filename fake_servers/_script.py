@@ -42,6 +42,8 @@ __all__ = [
     "Headers",
     "LineEnding",
     "Method",
+    "Raw",
+    "RawEnd",
     "Respond",
     "Scenario",
     "Stall",
@@ -52,6 +54,7 @@ __all__ = [
 
 Headers = tuple[tuple[str, str], ...]
 Ending = Literal["done", "truncate", "abort", "abort_mid_line", "error"]
+RawEnd = Literal["close", "abort"]
 LineEnding = Literal["lf", "cr", "crlf"]
 Method = Literal["GET", "POST", "ANY"]
 Then = Literal["repeat_last", "cycle"]
@@ -211,7 +214,46 @@ class Stream:
         _typed("framing", self.framing, Framing, "a Framing")
 
 
-Step = Respond | Stream
+@dataclass(frozen=True)
+class Raw:
+    """A response whose body is exactly ``pieces``, one write each, ``pause`` s apart.
+
+    For wire-level tests of a parser: the server sends the bytes as they are and
+    interprets none of them, so what a correct parser makes of them is the test's to
+    declare. ``end``: ``close`` ends the body cleanly, ``abort`` breaks the connection.
+    """
+
+    pieces: tuple[bytes, ...]
+    pause: float = 0.0
+    status: int = 200
+    content_type: str = "text/event-stream; charset=utf-8"
+    headers: Headers = ()
+    end: RawEnd = "close"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pieces, tuple | list):
+            reject("pieces", "a tuple of bytes", self.pieces)
+        _set(self, "pieces", tuple(self.pieces))
+        for index, piece in enumerate(self.pieces):
+            if not isinstance(piece, bytes) or not piece:
+                reject(f"pieces[{index}]", "non-empty bytes (an empty write sends nothing)", piece)
+        check_limit("pieces", self.size, MAX_SCRIPTED_BODY_BYTES, "bytes per body")
+        _set(self, "pause", check_seconds("pause", self.pause))
+        check_integer("status", self.status, 200, 599)
+        if self.status in (204, 304):
+            reject("status", "a status with a body (not 204 or 304)", self.status)
+        check_text("content_type", self.content_type)
+        if _has_header(check_headers(self.headers), "content-type"):
+            raise ScenarioError("set a raw step's Content-Type with content_type", field="headers")
+        check_choice("end", self.end, get_args(RawEnd))
+
+    @property
+    def size(self) -> int:
+        """The body's length in bytes."""
+        return sum(len(piece) for piece in self.pieces)
+
+
+Step = Respond | Stream | Raw
 
 
 def _typed(name: str, value: object, kind: type, expected: str) -> None:
@@ -241,9 +283,9 @@ class Endpoint:
             raise ScenarioError("expected at least one step", field="steps")
         check_limit("steps", len(self.steps), MAX_STEPS, "steps per endpoint")
         for index, step in enumerate(self.steps):
-            if not isinstance(step, Respond | Stream):
+            if not isinstance(step, Respond | Stream | Raw):
                 raise ScenarioError(
-                    f"expected a step (respond(), stream(), ...), got {show(step)}",
+                    f"expected a step (respond(), stream(), raw(), ...), got {show(step)}",
                     field=f"steps[{index}]",
                 )
         check_choice("method", self.method, get_args(Method))

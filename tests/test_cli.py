@@ -244,6 +244,15 @@ def test_the_built_in_scenario_has_the_named_failures() -> None:
     assert describe(by_path["/fail/truncate"]).startswith("3 events, then a clean end without")
 
 
+def test_describe_a_raw_step() -> None:
+    """A raw step is its size and writes, and how it ends."""
+    from fake_servers import endpoint, raw
+
+    assert describe(endpoint("/r", raw(["ab", "c"], end="abort"), raw(["d"]))) == (
+        "3 raw bytes in 2 write(s), then the connection drops -> 1 raw bytes in 1 write(s)"
+    )
+
+
 # -- bad arguments are usage errors (exit 2), never tracebacks -------------------------------
 
 PORT_ERROR = "argument --port: expected a port 0..65535 (0: a free one)"

@@ -20,6 +20,7 @@ from fake_servers._builders import (
     endpoint,
     exponential,
     fixed,
+    raw,
     respond,
     scenario,
     stall,
@@ -208,6 +209,37 @@ def test_examples_mean_what_their_comments_say() -> None:
     )
 
 
+def test_raw_steps_in_files() -> None:
+    """A raw step's pieces are strings (sent as UTF-8), or base64 texts for other bytes;
+    its dump picks whichever spelling holds the bytes."""
+    text = r"""
+    [[endpoint]]
+    path = "/a"
+    [[endpoint.step]]
+    kind = "raw"
+    pieces = ["\uFEFFdata: a\n\n", "id: 1\u0000\ndata"]
+    pause = 0.01
+    [[endpoint.step]]
+    kind = "raw"
+    pieces_base64 = ["/w==", "ZGF0YQ=="]
+    status = 503
+    end = "abort"
+    """
+    built = scenario(
+        endpoint(
+            "/a",
+            raw(["\ufeffdata: a\n\n", b"id: 1\x00\ndata"], pause=0.01),
+            raw([b"\xff", b"data"], status=503, end="abort"),
+        )
+    )
+    assert parse_scenario(text, format="toml") == built
+    steps = dump_scenario(built)["endpoint"][0]["step"]
+    assert steps == [
+        {"kind": "raw", "pieces": ["\ufeffdata: a\n\n", "id: 1\x00\ndata"], "pause": 0.01},
+        {"kind": "raw", "pieces_base64": ["/w==", "ZGF0YQ=="], "status": 503, "end": "abort"},
+    ]
+
+
 def test_dump_leaves_defaults_out() -> None:
     """The dump writes only what differs from the defaults, and shorthands as streams."""
     built = scenario(endpoint("/a", respond(), drip(100)), seed=3)
@@ -279,7 +311,7 @@ _KEY_ERRORS = [
         'kind = "stream"',
         'kind = "strem"',
         f'{S1}.kind: expected one of "respond", "stream", "stall", "drip", "truncate", "abort", '
-        '"reply", "rate_limited", "outage", "drop_after", "stall_after", "truncate_after", '
+        '"raw", "reply", "rate_limited", "outage", "drop_after", "stall_after", "truncate_after", '
         '"error_after", got "strem"; did you mean "stream"?',
     ),
     ('kind = "stream"', "", f"{S1}.kind: required key is missing"),
@@ -417,6 +449,13 @@ _SAME_WORDS: list[tuple[str, dict[str, Any]]] = [
     ("truncate", {}),
     ("abort", {"after": 1, "mid_line": "yes"}),
     ("abort", {"after": 1, "end": "done"}),
+    ("raw", {}),
+    ("raw", {"pieces": "data: x"}),
+    ("raw", {"pieces": ["data: x", ""]}),
+    ("raw", {"pieces": ["x"], "status": 204}),
+    ("raw", {"pieces": ["x"], "end": "done"}),
+    ("raw", {"pieces": ["x"], "headers": {"content-type": "text/plain"}}),
+    ("raw", {"pieces": ["x"], "events": 3}),
 ]
 
 
@@ -529,6 +568,10 @@ _steps = st.one_of(
     st.builds(lambda a: truncate(a["events"], **_without(a, "events", "end")), _stream_arguments()),
     st.builds(lambda a, m: abort(a["events"], mid_line=m, **_without(a, "events", "end")),
               _stream_arguments(), st.booleans()),
+    st.builds(lambda p, t, e: raw(p, pause=t, end=e),
+              st.lists(st.binary(min_size=1, max_size=9) | st.text(min_size=1, max_size=9),
+                       max_size=4),
+              _seconds, st.sampled_from(["close", "abort"])),
 )  # fmt: skip
 
 

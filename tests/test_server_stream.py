@@ -7,11 +7,12 @@ import itertools
 import httpx
 import pytest
 
+from fake_servers._builders import raw
 from fake_servers._clock import now
 from fake_servers._formats import token
 from fake_servers._ledger import Attempt
 from fake_servers._render import Send, plan_stream
-from fake_servers._script import Framing, Gap, Stall, Stream
+from fake_servers._script import Framing, Gap, Raw, Stall, Stream
 
 PATH = "/v1/stream"
 WAIT = 10.0  # generous deadline for ledger waits on a shared machine
@@ -229,3 +230,58 @@ def test_last_event_id_resumes_the_same_answer(fake_server):
     first, second = fake_server.ledger.wait_finished(WAIT, PATH)
     assert (first.last_event_id, second.last_event_id) == (None, "3")
     assert [e.index for e in second.data_events] == [4, 5]
+
+
+# -- raw steps: exact bytes -------------------------------------------------------------
+
+RAW = (b"\xef\xbb\xbf\xef\xbb\xbfdata: x\n\n", b"id: 1\x00\ndata: \xff\r\n\r", b"\ndata")
+
+
+def test_raw_step_sends_its_pieces_byte_for_byte(fake_server, raw_connect):
+    """Each piece goes out as it is (a BOM twice, NUL, invalid UTF-8, a cut CRLF), one
+    write each, and the ledger records the attempt with no events: nothing was parsed."""
+    fake_server.script(PATH, Raw(RAW, headers=(("x-raw", "1"),)))
+    conn = raw_connect(fake_server.port)
+    conn.request(PATH)
+    status, headers = conn.read_head()
+    assert (status, headers["content-type"], headers["x-raw"]) == (
+        200,
+        "text/event-stream; charset=utf-8",
+        "1",
+    )
+    payload, terminated = conn.read_chunked()
+    assert (payload, terminated) == (b"".join(RAW), True)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in RAW)
+    assert conn.buffer.startswith(chunks)  # one chunk per piece
+    attempt = finished(fake_server)
+    assert (attempt.end, attempt.note, attempt.events) == (
+        "completed",
+        f"raw: 3 write(s), {len(payload)} bytes",
+        (),
+    )
+    assert attempt.ending is None  # not a scripted stream: the bytes are all it sent
+    assert attempt.arrived_at <= attempt.headers_at <= attempt.first_byte_at <= attempt.ended_at
+
+
+def test_raw_step_pauses_between_pieces_and_can_abort(fake_server, raw_connect):
+    """``pause`` separates the writes (never less on a busy machine); ``abort`` leaves
+    the body unterminated, as a stream's abort does."""
+    fake_server.script(
+        PATH, raw(["data: a\n\n", "data: b\n\n", "data: c"], pause=0.05, end="abort")
+    )
+    conn = raw_connect(fake_server.port)
+    conn.request(PATH)
+    conn.read_head()
+    payload, terminated = conn.read_chunked()
+    assert (payload, terminated) == (b"data: a\n\ndata: b\n\ndata: c", False)
+    attempt = finished(fake_server)
+    assert attempt.end == "aborted"
+    assert attempt.ended_at - attempt.first_byte_at >= 2 * 0.05
+
+
+def test_raw_step_carries_a_5_mib_event(fake_server):
+    """A body far larger than one write arrives whole (the limit is the scripted body's)."""
+    line = b"data: " + bytes(range(48, 112)) * (5 * 1024 * 1024 // 64) + b"\n\n"
+    fake_server.script(PATH, Raw(tuple(line[i : i + 65536] for i in range(0, len(line), 65536))))
+    response, body = fetch(fake_server)
+    assert (response.status_code, body) == (200, line)
