@@ -107,11 +107,11 @@ class ProviderEndpoint:
 
 
 def _flatten(steps: Sequence[Step | Iterable[Step]]) -> list[Step]:
-    from fake_servers import Respond, Stream
+    from fake_servers import Raw, Respond, Stream
 
     out: list[Step] = []
     for item in steps:
-        if isinstance(item, Respond | Stream):
+        if isinstance(item, Respond | Stream | Raw):
             out.append(item)
         else:
             out.extend(_flatten(tuple(item)))

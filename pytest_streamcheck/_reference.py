@@ -13,6 +13,7 @@ from conformance.reference import (
     GaveUp,
     NonRetryableStatus,
     Offline,
+    SSEComment,
     Stalled,
     StateChange,
     StreamError,
@@ -107,9 +108,13 @@ class ReferenceAdapter:
                 method=req.method,
                 headers=dict(req.headers),
                 idempotent=req.idempotent,
+                comments=req.comments,
                 **kwargs,  # type: ignore[arg-type]
             ) as events:
-                async for event in events:
+                async for event in events.items():
+                    if isinstance(event, SSEComment):
+                        sink.comment(event.text)  # only a request with comments gets these
+                        continue
                     sink.chunk(event.data, id=event.id or None, event=event.event)
                     if req.cancel_after is not None and sink.chunks >= req.cancel_after:
                         return  # the consumer stops reading; leaving the block closes it

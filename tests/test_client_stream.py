@@ -16,8 +16,8 @@ from test_client_support import (
     wait_ledger,
 )
 
-from conformance.reference import GaveUp, Stalled, State, Truncated
-from fake_servers import FakeServer, Gap, Ledger, Respond, Stall, Stream, now
+from conformance.reference import GaveUp, SSEComment, SSEEvent, Stalled, State, Truncated
+from fake_servers import FakeServer, Gap, Ledger, Raw, Respond, Stall, Stream, now
 
 pytestmark = pytest.mark.asyncio
 
@@ -339,3 +339,54 @@ async def test_custom_terminal_predicate(fake_server: FakeServer) -> None:
         events, error = await drain(client.stream(fake_server.url + "/s"))
     assert error is None
     assert [ev.id for ev in events] == ["1", "2"]
+
+
+# -- comments and the end of the body ---------------------------------------------
+KEEPALIVES = Raw(
+    (b": one\ndata: a\n:inside\ndata: b\n\n", b":  two\n\ndata: c\n\ndata: [DONE]\n\n")
+)
+
+
+async def test_items_hand_over_comments_in_stream_order(fake_server: FakeServer) -> None:
+    """comments=True: items() yields each comment line where it came among the events."""
+    fake_server.script("/s", KEEPALIVES)
+    async with make_client() as client, client.stream(fake_server.url + "/s", comments=True) as s:
+        items = [item async for item in s.items()]
+    assert [i.text if isinstance(i, SSEComment) else ("event", i.data) for i in items] == [
+        "one",
+        "inside",
+        ("event", "a\nb"),
+        " two",
+        ("event", "c"),
+    ]
+
+
+async def test_iterating_a_stream_with_comments_yields_events_only(fake_server: FakeServer) -> None:
+    """``async for`` and ``anext()`` skip the comments a comments=True stream keeps."""
+    fake_server.script("/s", KEEPALIVES)
+    async with make_client() as client:
+        events, error = await drain(client.stream(fake_server.url + "/s", comments=True))
+        assert (payloads(events), error) == (["a\nb", "c"], None)
+        async with client.stream(fake_server.url + "/s", comments=True) as stream:
+            assert (await anext(stream)).data == "a\nb"
+            assert (await anext(stream)).data == "c"
+
+
+async def test_a_comment_does_not_commit_the_stream(fake_server: FakeServer) -> None:
+    """A break after comments only is a failure before the first chunk: it is retried."""
+    fake_server.script("/s", Raw((b": warming up\n\n",), end="abort"), KEEPALIVES)
+    async with make_client() as client, client.stream(fake_server.url + "/s", comments=True) as s:
+        items = [item async for item in s.items()]
+    assert items[0] == SSEComment("warming up")
+    assert [i.data for i in items if isinstance(i, SSEEvent)] == ["a\nb", "c"]
+    assert len(fake_server.ledger.attempts("/s")) == 2
+
+
+async def test_an_event_left_unterminated_at_the_end_is_discarded(fake_server: FakeServer) -> None:
+    """A body ending after "data: [DONE]" and one newline never completes that event: the
+    answer is truncated, not done."""
+    fake_server.script("/s", Raw((b"data: a\n\n", b"data: [DONE]\n")), Stream(events=3))
+    async with make_client() as client:
+        events, error = await drain(client.stream(fake_server.url + "/s"))
+    assert isinstance(error, Truncated)
+    assert payloads(events) == ["a"]

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         backoff_delay,
         parse_retry_after,
     )
-    from conformance.reference._sse import SSEDecoder, SSEEvent
+    from conformance.reference._sse import SSEComment, SSEDecoder, SSEEvent
     from conformance.reference._states import State, StateChange
     from conformance.reference._sync import SyncStreamingClient
     from conformance.reference._watch import StallWatch
@@ -88,6 +88,7 @@ _EXPORTS = {
     "Surface": "_policy",
     "backoff_delay": "_policy",
     "parse_retry_after": "_policy",
+    "SSEComment": "_sse",
     "SSEDecoder": "_sse",
     "SSEEvent": "_sse",
     "State": "_states",
@@ -117,6 +118,7 @@ __all__ = [
     "Retry",
     "RetryMatrix",
     "RetryState",
+    "SSEComment",
     "SSEDecoder",
     "SSEEvent",
     "StallWatch",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from conformance.reference._policy import FailureKind
-from conformance.reference._sse import SSEEvent
+from conformance.reference._sse import SSEComment, SSEEvent
 from conformance.reference._watch import StallWatch
 
 __all__ = ["_Attempt", "_Buffer", "_drop_replays"]
@@ -34,15 +35,15 @@ class _Attempt:
 
 @dataclass(eq=False)
 class _Buffer:
-    """Events on their way from the reader task to the consumer."""
+    """Events (and comments, if asked for) on their way from the reader task to the consumer."""
 
-    events: deque[SSEEvent] = field(default_factory=deque)
+    events: deque[SSEEvent | SSEComment] = field(default_factory=deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # events or the end arrived
     drained: asyncio.Event = field(default_factory=asyncio.Event)  # the consumer emptied it
     ended: bool = False
     error: BaseException | None = None
 
-    def push(self, events: list[SSEEvent]) -> None:
+    def push(self, events: Iterable[SSEEvent | SSEComment]) -> None:
         self.events.extend(events)
         self.ready.set()
 

@@ -104,6 +104,7 @@ class StreamingClient:
         headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
         on_state: StateCallback | None = None,
+        comments: bool = False,
     ) -> EventStream:
         """A stream of the data events at ``url``; nothing is sent before iteration.
 
@@ -117,6 +118,10 @@ class StreamingClient:
             idempotent: May the request run twice? Default: True for GET only.
                 A non-idempotent request is re-sent only if no byte of it was written.
             on_state: Called with this stream's state changes.
+            comments: Keep the stream's comment lines (keepalives) for the consumer:
+                ``EventStream.items()`` then yields each as an ``SSEComment`` among
+                the events, in stream order. Iterating the stream itself always
+                yields events only.
 
         Returns:
             An ``EventStream`` (async iterator and async context manager).
@@ -131,7 +136,7 @@ class StreamingClient:
             headers,
             idempotent=method == "GET" if idempotent is None else idempotent,
         )
-        return EventStream(self, call, on_state)
+        return EventStream(self, call, on_state, comments=comments)
 
     @property
     def is_offline(self) -> bool:

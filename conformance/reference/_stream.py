@@ -38,7 +38,7 @@ from conformance.reference._request import (
     _prepare_request,
     _Prepared,
 )
-from conformance.reference._sse import SSEEvent
+from conformance.reference._sse import SSEComment, SSEEvent
 from conformance.reference._states import State, StateChange
 from conformance.reference._watch import StallWatch
 from fake_servers._clock import now
@@ -62,11 +62,17 @@ class EventStream:
     """
 
     def __init__(
-        self, client: StreamingClient, call: _Call, on_state: StateCallback | None
+        self,
+        client: StreamingClient,
+        call: _Call,
+        on_state: StateCallback | None,
+        *,
+        comments: bool = False,
     ) -> None:
         self._client = client
         self._call = call
         self._on_state = on_state
+        self._comments = comments  # comment lines go to the buffer too (for items())
         self._retry = RetryState(client.policy, client._rng)
         self._buffer = _Buffer()
         self._wake = asyncio.Event()  # offline/online, or a breaker probe resolved
@@ -98,23 +104,34 @@ class EventStream:
     def __aiter__(self) -> AsyncIterator[SSEEvent]:
         # A generator of our own: when a consumer breaks out of ``async for``, the
         # loop drops it and asyncio's finaliser runs its ``finally`` right away.
-        return self._iterate()
+        # Only a stream opened with comments=True buffers comments, and they are skipped.
+        return cast(AsyncIterator[SSEEvent], self._iterate(skip_comments=True))
 
-    async def _iterate(self) -> AsyncIterator[SSEEvent]:
-        events = self._buffer.events
+    def items(self) -> AsyncIterator[SSEEvent | SSEComment]:
+        """The events and, for a stream opened with ``comments=True``, its comment lines,
+        in stream order; breaking out closes the stream, as with ``async for``."""
+        return self._iterate(skip_comments=False)
+
+    async def _iterate(self, *, skip_comments: bool) -> AsyncIterator[SSEEvent | SSEComment]:
+        items = self._buffer.events
+        skip = skip_comments and self._comments
         try:
             while True:
-                while events:
-                    yield events.popleft()
+                while items:
+                    item = items.popleft()
+                    if not (skip and isinstance(item, SSEComment)):
+                        yield item
                 if not await self._refill():
                     return
         finally:
             await self.aclose()
 
     async def __anext__(self) -> SSEEvent:
-        events = self._buffer.events
-        if events or await self._refill():
-            return events.popleft()
+        items = self._buffer.events
+        while items or await self._refill():
+            item = items.popleft()
+            if isinstance(item, SSEEvent):
+                return item
         raise StopAsyncIteration
 
     async def _refill(self) -> bool:
@@ -319,13 +336,35 @@ class EventStream:
             async for chunk in chunks:
                 if touch_bytes:
                     self._touch(att)
-                events = decoder.feed(chunk)
-                if events and self._deliver(events, att):
+                if self._comments:
+                    done = self._deliver_items(decoder.feed_items(chunk), att)
+                else:
+                    events = decoder.feed(chunk)
+                    done = bool(events) and self._deliver(events, att)
+                if done:
                     await _drain(chunks)
                     return None
                 if len(buffer.events) > _HIGH_WATER:
                     await self._wait_for_consumer(att)
+        # HTML §9.2.6 discards an event left unterminated at the end; the decoder decides.
+        events = decoder.close()
+        if events and self._deliver(events, att):
+            return None
         return self._failure("truncated")
+
+    def _deliver_items(self, items: list[SSEEvent | SSEComment], att: _Attempt) -> bool:
+        """``_deliver`` for a stream that keeps comments: each run of events goes through
+        it, each comment goes where it came; nothing after the terminal event counts."""
+        run: list[SSEEvent] = []
+        for item in items:
+            if isinstance(item, SSEEvent):
+                run.append(item)
+                continue
+            if run and self._deliver(run, att):
+                return True
+            run = []
+            self._buffer.push((item,))
+        return bool(run) and self._deliver(run, att)
 
     def _deliver(self, events: list[SSEEvent], att: _Attempt) -> bool:
         """Hands data events to the consumer; True once the terminal event arrived."""

@@ -74,6 +74,6 @@ async def _next_batch(events: EventStream) -> list[SSEEvent]:
     except StopAsyncIteration:
         return []
     buffered = events._buffer.events
-    batch = [first, *buffered]
+    batch = [first, *(e for e in buffered if isinstance(e, SSEEvent))]  # events only
     buffered.clear()
     return batch
