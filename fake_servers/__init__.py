@@ -1,6 +1,25 @@
 """Fake streaming servers with scripted failures, a TCP fault proxy and the ledger.
 
-Public names are re-exported here; the implementation lives in private modules.
+The public layer, ``__all__``, is what a test writes and reads, in five groups:
+
+- writing a script: the builders ``respond``, ``stream``, ``stall``, ``drip``,
+  ``truncate``, ``abort`` (one step, field by field, as a scenario file spells it), the
+  gaps ``fixed``, ``uniform``, ``exponential``, and ``endpoint``, ``scenario``; and the
+  failure shorthands ``reply``, ``rate_limited``, ``outage``, ``drop_after``,
+  ``stall_after``, ``truncate_after``, ``error_after`` (one call per failure, in the
+  wire format of the provider whose path it is on);
+- files: ``load_scenario``, ``parse_scenario``, ``dump_scenario``, ``ScenarioError``;
+- running: ``FakeServer``, ``FaultProxy``, ``Fault``, and ``now``, the kit's one clock;
+- reading: ``Ledger``, ``LedgerTimeout``, ``Attempt``, ``SentEvent``, ``Connection``;
+- wire formats: ``register_format``, ``get_format``, ``format_names``, ``sent_text``.
+
+Decision (issue 13): the builders, not the frozen dataclasses they return, are the
+public way to write a script: they take a scenario file's keys and shapes, so a script
+has one spelling in Python and in files, and the docs show only them. The dataclasses (``Respond``, ``Stream``, ``Stall``,
+``Gap``, ``Framing``, ``Endpoint``, ``Scenario``, ``Step``, ``Ending``) stay importable
+from here, for annotations, ``isinstance`` and hand-built steps, but are not advertised:
+they are not in ``__all__`` (so not in ``import *``). Every name resolves on first use,
+so importing the package stays cheap; the implementation lives in private modules.
 """
 
 from __future__ import annotations
@@ -15,7 +34,6 @@ _EXPORTS = {
     "Endpoint": "_script",
     "Framing": "_script",
     "Gap": "_script",
-    "Raw": "_script",  # SSE field cases (issue 10)
     "Respond": "_script",
     "Scenario": "_script",
     "Stall": "_script",
@@ -26,7 +44,6 @@ _EXPORTS = {
     "Ledger": "_ledger",
     "LedgerTimeout": "_ledger",
     "SentEvent": "_ledger",
-    "raw": "_builders",  # SSE field cases (issue 10)
     "respond": "_builders",
     "stream": "_builders",
     "stall": "_builders",
@@ -65,7 +82,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         endpoint,
         exponential,
         fixed,
-        raw,
         respond,
         scenario,
         stall,
@@ -78,18 +94,17 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from fake_servers._ledger import Attempt, Connection, Ledger, LedgerTimeout, SentEvent
     from fake_servers._loader import ScenarioError, dump_scenario, load_scenario, parse_scenario
     from fake_servers._proxy import Fault, FaultProxy
-    from fake_servers._script import (
-        Ending,
-        Endpoint,
-        Framing,
-        Gap,
-        Raw,
-        Respond,
-        Scenario,
-        Stall,
-        Step,
-        Stream,
-    )
+
+    # The data layer: importable (X as X, for type checkers), not in __all__.
+    from fake_servers._script import Ending as Ending
+    from fake_servers._script import Endpoint as Endpoint
+    from fake_servers._script import Framing as Framing
+    from fake_servers._script import Gap as Gap
+    from fake_servers._script import Respond as Respond
+    from fake_servers._script import Scenario as Scenario
+    from fake_servers._script import Stall as Stall
+    from fake_servers._script import Step as Step
+    from fake_servers._script import Stream as Stream
     from fake_servers._server import FakeServer
     from fake_servers._shorthand import (
         drop_after,
@@ -104,23 +119,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
 __all__ = [
     "Attempt",
     "Connection",
-    "Ending",
-    "Endpoint",
     "FakeServer",
     "Fault",
     "FaultProxy",
-    "Framing",
-    "Gap",
     "Ledger",
     "LedgerTimeout",
-    "Raw",
-    "Respond",
-    "Scenario",
     "ScenarioError",
     "SentEvent",
-    "Stall",
-    "Step",
-    "Stream",
     "abort",
     "drip",
     "drop_after",
@@ -136,7 +141,6 @@ __all__ = [
     "outage",
     "parse_scenario",
     "rate_limited",
-    "raw",
     "register_format",
     "reply",
     "respond",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,6 +146,46 @@ def test_the_facade_exports_the_builders() -> None:
     assert fake_servers.respond is respond
     assert fake_servers.ScenarioError is ScenarioError
     assert issubclass(ScenarioError, ValueError)
+
+
+DATA_LAYER = (
+    "Ending",
+    "Endpoint",
+    "Framing",
+    "Gap",
+    "Respond",
+    "Scenario",
+    "Stall",
+    "Step",
+    "Stream",
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_facade_advertises_the_builders_not_the_dataclasses() -> None:
+    """__all__ lists the builders; the frozen values they return resolve, unadvertised."""
+    assert not set(DATA_LAYER) & set(fake_servers.__all__)
+    assert {"respond", "stream", "stall", "stall_after", "reply"} <= set(fake_servers.__all__)
+    assert fake_servers.Stall is Stall
+    assert fake_servers.Respond is Respond
+    for name in (*fake_servers.__all__, *DATA_LAYER):
+        getattr(fake_servers, name)
+
+
+def test_every_name_the_docs_import_from_fake_servers_resolves() -> None:
+    """README, docs, examples and the downstream CI project import only names that exist."""
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / ".ci").rglob("*.py")]
+    texts += (ROOT / "examples").rglob("*.py")
+    names = set()
+    for path in texts:
+        for match in re.finditer(
+            r"from fake_servers import (?:\(([^)]*)\)|(.+))", path.read_text()
+        ):
+            listed = match.group(1) or match.group(2)
+            names |= {n.strip() for n in listed.split(",") if n.strip()}
+    assert {"respond", "rate_limited", "FakeServer"} <= names  # the scan found the examples
+    missing = sorted(n for n in names if not hasattr(fake_servers, n))
+    assert not missing
 
 
 _REFUSED: list[tuple[Any, str, str]] = [

@@ -21,17 +21,17 @@ from collections.abc import Callable, Iterator, Sequence
 
 from conformance._profiles import Profile, Timing
 from conformance._timing import Noise
-from conformance._verdict._calls import _cancelled, _group, _Inputs, _look
-from conformance._verdict._judges_backoff import _envelope, _fixed_schedule, _no_backoff
-from conformance._verdict._judges_breaker import _breaker_threshold, _hammering
-from conformance._verdict._judges_post import _body_changed, _resent
+from conformance._verdict._calls import Inputs, cancelled_by_app, group_calls, look_at
+from conformance._verdict._judges_backoff import envelope, fixed_schedule, no_backoff
+from conformance._verdict._judges_breaker import breaker_threshold, hammering
+from conformance._verdict._judges_post import body_changed, resent
 from conformance._verdict._judges_retry import (
-    _gave_up,
-    _non_retryable,
-    _retry_after_ignored,
-    _storm,
+    gave_up,
+    non_retryable,
+    retry_after_ignored,
+    storm,
 )
-from conformance._verdict._judges_stream import _accepted, _not_closed, _restarted, _sat_through
+from conformance._verdict._judges_stream import accepted, not_closed, restarted, sat_through
 from conformance._verdict._result import AppVerdict, Call, Finding
 from conformance._verdict._rules import RULES, FindingLevel, Rule
 from conformance.reference._config import ClientPolicy
@@ -51,25 +51,25 @@ __all__ = [
 _SEED = ClientPolicy()  # the seed article's numbers, used when no profile is given
 
 
-_RULE_FUNCS: tuple[Callable[[_Inputs], Iterator[Finding]], ...] = (
-    _non_retryable,
-    _retry_after_ignored,
-    _gave_up,
-    _storm,
-    _no_backoff,
-    _fixed_schedule,
-    _envelope,
-    _hammering,
-    _resent,
-    _body_changed,
-    _restarted,
-    _sat_through,
-    _not_closed,
-    _accepted,
+_RULE_FUNCS: tuple[Callable[[Inputs], Iterator[Finding]], ...] = (
+    non_retryable,
+    retry_after_ignored,
+    gave_up,
+    storm,
+    no_backoff,
+    fixed_schedule,
+    envelope,
+    hammering,
+    resent,
+    body_changed,
+    restarted,
+    sat_through,
+    not_closed,
+    accepted,
 )
 
 
-def _not_judged(ins: _Inputs) -> tuple[str, ...]:
+def _not_judged(ins: Inputs) -> tuple[str, ...]:
     out = []
     if ins.app_output is None and ins.error is None:
         out.append(
@@ -84,7 +84,7 @@ def _not_judged(ins: _Inputs) -> tuple[str, ...]:
         out.append(
             "V-CANCEL-NOT-CLOSED (if the app stops reading early, call app_stopped_reading())"
         )
-    if ins.profile is not None and not _breaker_threshold(ins):
+    if ins.profile is not None and not breaker_threshold(ins):
         out.append(f"V-BREAKER-NO-PAUSE ({ins.profile.key} has no consecutive-failure breaker)")
     return tuple(out)
 
@@ -127,10 +127,10 @@ def judge(
         The verdict: findings (MUST first), the logical calls, and what was not judged.
     """
     ordered = sorted(attempts, key=lambda a: a.seq)
-    looks = tuple(_look(a, _cancelled(a, stopped_reading_at)) for a in ordered)
-    groups = _group(looks)
+    looks = tuple(look_at(a, cancelled_by_app(a, stopped_reading_at)) for a in ordered)
+    groups = group_calls(looks)
     policy = profile.at(timing) if profile is not None else _SEED
-    ins = _Inputs(
+    ins = Inputs(
         looks=looks,
         calls=tuple((n, tuple(g.looks)) for n, g in enumerate(groups, start=1)),
         policy=policy,

@@ -18,15 +18,13 @@ from fake_servers._ledger import Attempt
 __all__ = [
     "CANCEL_LEAD",
     "JOIN_SLACK",
-    "_Group",
-    "_Inputs",
-    "_Look",
-    "_State",
-    "_Wait",
-    "_cancelled",
-    "_group",
-    "_in_band_error",
-    "_look",
+    "Inputs",
+    "Look",
+    "RetryWait",
+    "cancelled_by_app",
+    "group_calls",
+    "in_band_error",
+    "look_at",
 ]
 
 _State = Literal["ok", "failed", "open", "cancelled"]
@@ -43,7 +41,7 @@ CANCEL_LEAD = 0.1  # a close this long before "the app stopped reading" was that
 
 
 @dataclass(frozen=True)
-class _Look:
+class Look:
     """One attempt as the rules see it."""
 
     a: Attempt
@@ -74,7 +72,7 @@ class _Look:
         return tuple(e.id for e in self.a.data_events if e.id is not None)
 
 
-def _look(attempt: Attempt, cancelled: bool) -> _Look:
+def look_at(attempt: Attempt, cancelled: bool) -> Look:
     chunks = len(attempt.data_events)
     terminal = any(e.kind == "terminal" for e in attempt.events)
     # Only a plain response's Retry-After is a hint (a streamed answer's never was).
@@ -82,7 +80,7 @@ def _look(attempt: Attempt, cancelled: bool) -> _Look:
     state, outcome = _judge_attempt(attempt, chunks, terminal)
     if cancelled and state != "ok":
         state, outcome = "cancelled", outcome + " (the app stopped reading)"
-    return _Look(attempt, state, chunks, terminal, hint, outcome)
+    return Look(attempt, state, chunks, terminal, hint, outcome)
 
 
 def _judge_attempt(a: Attempt, chunks: int, terminal: bool) -> tuple[_State, str]:
@@ -97,7 +95,7 @@ def _judge_attempt(a: Attempt, chunks: int, terminal: bool) -> tuple[_State, str
         return ("ok", str(a.status)) if a.end == "completed" else ("failed", f"{a.status} {a.end}")
     if terminal:
         return "ok", f"{a.status}, {chunks} chunk(s), done"
-    if _in_band_error(a):
+    if in_band_error(a):
         return "failed", f"{a.status}, {chunks} chunk(s), in-band error event"
     how = {
         "completed": "truncated: no terminal event",
@@ -108,12 +106,12 @@ def _judge_attempt(a: Attempt, chunks: int, terminal: bool) -> tuple[_State, str
     return "failed", f"{a.status}, {chunks} chunk(s), {how}"
 
 
-def _in_band_error(a: Attempt) -> bool:
+def in_band_error(a: Attempt) -> bool:
     """The stream ended with the provider's error event (e.g. Anthropic's ``event: error``)."""
     return a.end == "completed" and a.ending == "error"
 
 
-def _cancelled(a: Attempt, stopped_reading_at: float | None) -> bool:
+def cancelled_by_app(a: Attempt, stopped_reading_at: float | None) -> bool:
     """Closed by the client because the app stopped reading: not a failure to retry.
 
     The close may come a little before the mark: the ``break`` that drops the stream
@@ -133,18 +131,18 @@ def _cancelled(a: Attempt, stopped_reading_at: float | None) -> bool:
 @dataclass
 class _Group:
     label: str
-    looks: list[_Look] = field(default_factory=list)
+    looks: list[Look] = field(default_factory=list)
     keys: set[tuple[str, ...]] = field(default_factory=set)  # Idempotency-Keys seen
     bodies: set[tuple[str, ...]] = field(default_factory=set)  # body fingerprints seen
 
-    def add(self, look: _Look) -> None:
+    def add(self, look: Look) -> None:
         key, body = _identity(look.a)
         self.looks.append(look)
         self.bodies.add(body)
         if key is not None:
             self.keys.add(key)
 
-    def same_request(self, look: _Look) -> bool:
+    def same_request(self, look: Look) -> bool:
         key, body = _identity(look.a)
         return body in self.bodies or (key is not None and key in self.keys)
 
@@ -162,7 +160,7 @@ def _label(a: Attempt) -> str:
     return f"body {a.body_sha256[:12]}, {a.body_size} B" if a.body_size else "no body"
 
 
-def _group(looks: Sequence[_Look]) -> list[_Group]:
+def group_calls(looks: Sequence[Look]) -> list[_Group]:
     """Same request (same body bytes, or the same Idempotency-Key) after a failure: a retry."""
     groups: list[_Group] = []
     for look in looks:
@@ -176,7 +174,7 @@ def _group(looks: Sequence[_Look]) -> list[_Group]:
     return groups
 
 
-def _continues(last: _Look, look: _Look) -> bool:
+def _continues(last: Look, look: Look) -> bool:
     """Whether ``look`` can be a retry of ``last``: it failed and ended before ``look`` came."""
     ended = last.a.ended_at
     return last.state == "failed" and ended is not None and ended <= look.a.arrived_at + JOIN_SLACK
@@ -186,9 +184,9 @@ def _continues(last: _Look, look: _Look) -> bool:
 
 
 @dataclass(frozen=True)
-class _Inputs:
-    looks: tuple[_Look, ...]
-    calls: tuple[tuple[int, tuple[_Look, ...]], ...]  # (number, looks)
+class Inputs:
+    looks: tuple[Look, ...]
+    calls: tuple[tuple[int, tuple[Look, ...]], ...]  # (number, looks)
     policy: ClientPolicy
     profile: Profile | None
     app_output: str | None
@@ -201,20 +199,20 @@ class _Inputs:
     scale: float  # the profile's test_scale at test timing, else 1
     noise: Noise  # the harness lag measured meanwhile; unmeasured in app-level tests
 
-    def delays(self, looks: Sequence[_Look]) -> list[_Wait]:
+    def delays(self, looks: Sequence[Look]) -> list[RetryWait]:
         """How long the client waited before each retry of a call."""
-        return [_Wait(i, looks[i - 1], looks[i], self.noise) for i in range(1, len(looks))]
+        return [RetryWait(i, looks[i - 1], looks[i], self.noise) for i in range(1, len(looks))]
 
 
 @dataclass(frozen=True)
-class _Wait:
+class RetryWait:
     """The wait before retry ``n`` (1-based) of a call, bounded from both sides by the
     kit's one measurement of a wait (``conformance._timing.wait_between``): "too soon"
     is judged on ``most``, "too late" on ``least``."""
 
     n: int
-    prev: _Look
-    nxt: _Look
+    prev: Look
+    nxt: Look
     noise: Noise
 
     @property

@@ -5,9 +5,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator, Sequence
 
-from conformance._verdict._calls import _Inputs, _Look, _Wait
-from conformance._verdict._judges_breaker import _breaker_threshold
-from conformance._verdict._result import Finding, _finding
+from conformance._verdict._calls import Inputs, Look, RetryWait
+from conformance._verdict._judges_breaker import breaker_threshold
+from conformance._verdict._result import Finding, make_finding
 
 __all__ = [
     "FIXED_MIN_DELAYS",
@@ -19,10 +19,9 @@ __all__ = [
     "MIN_FIXED_DELAY",
     "NO_BACKOFF",
     "NO_BACKOFF_RETRIES",
-    "_backoff_delays",
-    "_envelope",
-    "_fixed_schedule",
-    "_no_backoff",
+    "envelope",
+    "fixed_schedule",
+    "no_backoff",
 ]
 
 # Three or more retries averaging under 20 ms did not back off. The mean absorbs one
@@ -42,9 +41,9 @@ JITTER_BAND = 0.02  # all at one relative position in the envelope: no jitter
 JITTER_MIN_SPAN = 0.05  # envelopes narrower than this (s) are not judged for jitter
 
 
-def _backoff_delays(ins: _Inputs, looks: Sequence[_Look]) -> list[_Wait]:
+def _backoff_delays(ins: Inputs, looks: Sequence[Look]) -> list[RetryWait]:
     """Waits the client chose itself: not after a Retry-After hint, not a breaker pause."""
-    threshold = _breaker_threshold(ins)
+    threshold = breaker_threshold(ins)
     return [
         wait
         for wait in ins.delays(looks)
@@ -52,7 +51,7 @@ def _backoff_delays(ins: _Inputs, looks: Sequence[_Look]) -> list[_Wait]:
     ]
 
 
-def _no_backoff(ins: _Inputs) -> Iterator[Finding]:
+def no_backoff(ins: Inputs) -> Iterator[Finding]:
     if ins.profile is not None:
         return  # the profile's envelope judges every delay
     for number, looks in ins.calls:
@@ -60,7 +59,7 @@ def _no_backoff(ins: _Inputs) -> Iterator[Finding]:
         waits = [wait.most for wait in delays]
         if len(waits) >= NO_BACKOFF_RETRIES and statistics.fmean(waits) < NO_BACKOFF:
             shown = ", ".join(f"{d * 1000:.0f} ms" for d in waits)
-            yield _finding(
+            yield make_finding(
                 "V-BACKOFF-NONE",
                 [looks[0].seq, *(wait.nxt.seq for wait in delays)],
                 f"{len(waits)} retries averaging under {NO_BACKOFF * 1000:.0f} ms after the "
@@ -69,7 +68,7 @@ def _no_backoff(ins: _Inputs) -> Iterator[Finding]:
             )
 
 
-def _fixed_schedule(ins: _Inputs) -> Iterator[Finding]:
+def fixed_schedule(ins: Inputs) -> Iterator[Finding]:
     if ins.profile is not None:
         return  # the envelope (growing with the retry number) and its jitter test judge it
     for number, looks in ins.calls:
@@ -80,7 +79,7 @@ def _fixed_schedule(ins: _Inputs) -> Iterator[Finding]:
         band = max(FIXED_TOLERANCE, 0.02 * mid)
         alike = sum(abs(d - mid) <= band for d in delays)
         if mid >= MIN_FIXED_DELAY and alike >= max(FIXED_MIN_DELAYS, FIXED_SHARE * len(delays)):
-            yield _finding(
+            yield make_finding(
                 "V-BACKOFF-NO-JITTER",
                 [look.seq for look in looks],
                 f"{alike} of {len(delays)} retries came {mid:.3f} s (within {band * 1000:.0f} "
@@ -89,7 +88,7 @@ def _fixed_schedule(ins: _Inputs) -> Iterator[Finding]:
             )
 
 
-def _envelope(ins: _Inputs) -> Iterator[Finding]:
+def envelope(ins: Inputs) -> Iterator[Finding]:
     if ins.profile is None:
         return
     backoff = ins.policy.backoff
@@ -101,7 +100,7 @@ def _envelope(ins: _Inputs) -> Iterator[Finding]:
             low, high = backoff.envelope(n)
             if wait.most < low or wait.least > high:  # each carries its slack
                 shown = wait.most if wait.most < low else wait.least
-                yield _finding(
+                yield make_finding(
                     "V-BACKOFF-ENVELOPE",
                     (wait.prev.seq, nxt.seq),
                     f"retry {n} (#{nxt.seq}) came {shown:.3f} s after the failure; "
@@ -115,7 +114,7 @@ def _envelope(ins: _Inputs) -> Iterator[Finding]:
         # Under the declared jitter positions are uniform: n of them inside one band of
         # width w has probability below n * w**(n-1) (8e-7 for 5 in 0.02).
         if len(positions) >= JITTER_MIN_DELAYS and max(positions) - min(positions) <= JITTER_BAND:
-            yield _finding(
+            yield make_finding(
                 "V-BACKOFF-NO-JITTER",
                 judged,
                 f"{len(positions)} delays all at {statistics.median(positions):.0%} of "

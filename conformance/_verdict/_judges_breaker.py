@@ -5,24 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from conformance._timing import seen_from, span
-from conformance._verdict._calls import _Inputs, _Look
-from conformance._verdict._result import Finding, _finding
+from conformance._verdict._calls import Inputs, Look
+from conformance._verdict._result import Finding, make_finding
 from conformance._verdict._rules import FindingLevel
 
 __all__ = [
-    "_breaker_threshold",
-    "_counts_for_breaker",
-    "_failures_before",
-    "_hammering",
+    "breaker_threshold",
+    "failures_before",
+    "hammering",
 ]
 
 
-def _breaker_threshold(ins: _Inputs) -> int:
+def breaker_threshold(ins: Inputs) -> int:
     breaker = ins.policy.breaker
     return breaker.threshold if breaker.kind == "consecutive" else 0
 
 
-def _counts_for_breaker(look: _Look, ins: _Inputs) -> bool | None:
+def _counts_for_breaker(look: Look, ins: Inputs) -> bool | None:
     """True: a failure the breaker counts; False: a success (resets it); None: neither."""
     if look.state == "ok":
         return False
@@ -33,7 +32,7 @@ def _counts_for_breaker(look: _Look, ins: _Inputs) -> bool | None:
     return ins.policy.matrix.is_retryable(look.status)
 
 
-def _failures_before(ins: _Inputs, target: _Look) -> int:
+def failures_before(ins: Inputs, target: Look) -> int:
     run = 0
     for look in ins.looks:
         if look.a.path != target.a.path:
@@ -48,20 +47,20 @@ def _failures_before(ins: _Inputs, target: _Look) -> int:
     return run
 
 
-def _hammering(ins: _Inputs) -> Iterator[Finding]:
-    threshold = _breaker_threshold(ins)
+def hammering(ins: Inputs) -> Iterator[Finding]:
+    threshold = breaker_threshold(ins)
     if not threshold:
         return
     cooldown = ins.policy.breaker.cooldown
     level: FindingLevel = "MUST" if ins.profile is not None else "SHOULD"
     for path in dict.fromkeys(look.a.path for look in ins.looks):
-        run: list[_Look] = []
+        run: list[Look] = []
         for look in (x for x in ins.looks if x.a.path == path):
             if len(run) >= threshold:
                 gap = span(seen_from(run[-1].a), look.a.arrived_at, ins.noise)
                 pause = gap.measured  # at most this long
                 if gap.most < cooldown:
-                    yield _finding(
+                    yield make_finding(
                         "V-BREAKER-NO-PAUSE",
                         [*(x.seq for x in run), look.seq],
                         f"{len(run)} consecutive failures on {path}, then #{look.seq} only "

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance._verdict._calls import _Inputs
-from conformance._verdict._result import Finding, _finding
+from conformance._verdict._calls import Inputs
+from conformance._verdict._result import Finding, make_finding
 
 __all__ = [
     "SAFE_METHODS",
-    "_body_changed",
-    "_resent",
+    "body_changed",
+    "resent",
 ]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def _resent(ins: _Inputs) -> Iterator[Finding]:
+def resent(ins: Inputs) -> Iterator[Finding]:
     if ins.idempotent is not False:
         return
     for number, looks in ins.calls:
@@ -26,7 +26,7 @@ def _resent(ins: _Inputs) -> Iterator[Finding]:
         if seen is None or seen == len(looks) - 1:
             continue
         first = looks[seen]
-        yield _finding(
+        yield make_finding(
             "V-POST-RESENT",
             [look.seq for look in looks[seen:]],
             f"#{first.seq} reached the server ({first.outcome}); the same non-idempotent "
@@ -35,7 +35,7 @@ def _resent(ins: _Inputs) -> Iterator[Finding]:
         )
 
 
-def _body_changed(ins: _Inputs) -> Iterator[Finding]:
+def body_changed(ins: Inputs) -> Iterator[Finding]:
     for number, looks in ins.calls:
         first = looks[0].a
         changed = [
@@ -44,7 +44,7 @@ def _body_changed(ins: _Inputs) -> Iterator[Finding]:
             if (look.a.body_sha256, look.a.body_size) != (first.body_sha256, first.body_size)
         ]
         if changed:
-            yield _finding(
+            yield make_finding(
                 "V-POST-BODY-CHANGED",
                 [looks[0].seq, *(look.seq for look in changed)],
                 f"retries under Idempotency-Key {first.idempotency_key} sent "

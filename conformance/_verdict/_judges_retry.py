@@ -5,25 +5,24 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from conformance._verdict._calls import _Inputs, _Look
-from conformance._verdict._judges_breaker import _breaker_threshold, _failures_before
-from conformance._verdict._result import Finding, _finding
+from conformance._verdict._calls import Inputs, Look
+from conformance._verdict._judges_breaker import breaker_threshold, failures_before
+from conformance._verdict._result import Finding, make_finding
 
 __all__ = [
     "STORM_ATTEMPTS",
     "STORM_WINDOW",
-    "_densest",
-    "_gave_up",
-    "_non_retryable",
-    "_retry_after_ignored",
-    "_storm",
+    "gave_up",
+    "non_retryable",
+    "retry_after_ignored",
+    "storm",
 ]
 
 STORM_ATTEMPTS = 10  # without a profile's limit: more than this in STORM_WINDOW is a storm
 STORM_WINDOW = 60.0
 
 
-def _non_retryable(ins: _Inputs) -> Iterator[Finding]:
+def non_retryable(ins: Inputs) -> Iterator[Finding]:
     matrix = ins.policy.matrix
     for number, looks in ins.calls:
         hits = [
@@ -40,7 +39,7 @@ def _non_retryable(ins: _Inputs) -> Iterator[Finding]:
         must = any(prev.status in matrix.never for prev, _ in hits)
         seqs = sorted({s for prev, nxt in hits for s in (prev.seq, nxt.seq)})
         said = ", ".join(f"#{p.seq} got {p.status}, #{n.seq} retried it" for p, n in hits)
-        yield _finding(
+        yield make_finding(
             "V-RETRY-NON-RETRYABLE",
             seqs,
             f"{said} (same request, same credentials)",
@@ -49,7 +48,7 @@ def _non_retryable(ins: _Inputs) -> Iterator[Finding]:
         )
 
 
-def _retry_after_ignored(ins: _Inputs) -> Iterator[Finding]:
+def retry_after_ignored(ins: Inputs) -> Iterator[Finding]:
     cap = ins.policy.retry_after_cap
     for number, looks in ins.calls:
         for wait in ins.delays(looks):
@@ -58,7 +57,7 @@ def _retry_after_ignored(ins: _Inputs) -> Iterator[Finding]:
                 continue
             wanted = min(prev.hint, cap)
             if delay < wanted:  # ``most`` carries the lower-bound slack
-                yield _finding(
+                yield make_finding(
                     "V-RETRY-AFTER-IGNORED",
                     (prev.seq, nxt.seq),
                     f"#{prev.seq} got {prev.status} asking to wait {prev.hint:g} s; #{nxt.seq} "
@@ -67,11 +66,11 @@ def _retry_after_ignored(ins: _Inputs) -> Iterator[Finding]:
                 )
 
 
-def _gave_up(ins: _Inputs) -> Iterator[Finding]:
+def gave_up(ins: Inputs) -> Iterator[Finding]:
     if ins.idempotent is False:
         return  # not retrying a non-idempotent call is right
     matrix = ins.policy.matrix
-    threshold = _breaker_threshold(ins)
+    threshold = breaker_threshold(ins)
     for number, looks in ins.calls:
         only = looks[0]
         if len(looks) != 1 or only.state != "failed" or only.committed:
@@ -81,9 +80,9 @@ def _gave_up(ins: _Inputs) -> Iterator[Finding]:
             continue
         if only.hint is not None and only.hint > ins.policy.retry_after_cap:
             continue  # a hint beyond the cap: giving up is honest
-        if threshold and _failures_before(ins, only) >= threshold - 1:
+        if threshold and failures_before(ins, only) >= threshold - 1:
             continue  # a breaker that just opened rightly stops here
-        yield _finding(
+        yield make_finding(
             "V-RETRY-NONE",
             (only.seq,),
             f"#{only.seq} failed ({only.outcome}) before any chunk and was never retried",
@@ -91,12 +90,12 @@ def _gave_up(ins: _Inputs) -> Iterator[Finding]:
         )
 
 
-def _storm(ins: _Inputs) -> Iterator[Finding]:
+def storm(ins: Inputs) -> Iterator[Finding]:
     limit = ins.policy.max_attempts if ins.profile is not None else None
     for number, looks in ins.calls:
         if limit is not None:
             if len(looks) > limit:
-                yield _finding(
+                yield make_finding(
                     "V-RETRY-STORM",
                     [look.seq for look in looks],
                     f"{len(looks)} attempts for one call; the profile allows {limit}",
@@ -106,7 +105,7 @@ def _storm(ins: _Inputs) -> Iterator[Finding]:
         window = STORM_WINDOW * ins.scale
         burst = _densest(looks, window)
         if len(burst) > STORM_ATTEMPTS:
-            yield _finding(
+            yield make_finding(
                 "V-RETRY-STORM",
                 [look.seq for look in burst],
                 f"{len(burst)} attempts for one call within {window:g} s "
@@ -115,8 +114,8 @@ def _storm(ins: _Inputs) -> Iterator[Finding]:
             )
 
 
-def _densest(looks: Sequence[_Look], window: float) -> list[_Look]:
-    best: list[_Look] = []
+def _densest(looks: Sequence[Look], window: float) -> list[Look]:
+    best: list[Look] = []
     for i, first in enumerate(looks):
         run = [look for look in looks[i:] if look.a.arrived_at - first.a.arrived_at <= window]
         if len(run) > len(best):

@@ -5,23 +5,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from conformance._verdict._calls import _in_band_error, _Inputs, _Look
-from conformance._verdict._result import Finding, _finding
+from conformance._verdict._calls import Inputs, Look, in_band_error
+from conformance._verdict._result import Finding, make_finding
 from fake_servers._ledger import Stalled
 
 __all__ = [
-    "_accepted",
-    "_duplicated",
-    "_not_closed",
-    "_restarted",
-    "_sat_through",
-    "_sent_text",
-    "_stall_silence",
-    "_stall_threshold",
+    "accepted",
+    "not_closed",
+    "restarted",
+    "sat_through",
 ]
 
 
-def _restarted(ins: _Inputs) -> Iterator[Finding]:
+def restarted(ins: Inputs) -> Iterator[Finding]:
     for number, looks in ins.calls:
         for prev, nxt in itertools.pairwise(looks):
             if not prev.committed:
@@ -39,7 +35,7 @@ def _restarted(ins: _Inputs) -> Iterator[Finding]:
                 f"#{prev.seq} sent {prev.chunks} chunk(s) and failed ({prev.outcome}); "
                 f"#{nxt.seq} asked again {why}"
             )
-            yield _finding(
+            yield make_finding(
                 "V-COMMIT-RESTART",
                 (prev.seq, nxt.seq),
                 observed + _duplicated(ins, prev),
@@ -47,7 +43,7 @@ def _restarted(ins: _Inputs) -> Iterator[Finding]:
             )
 
 
-def _sent_text(ins: _Inputs, look: _Look) -> str:
+def _sent_text(ins: Inputs, look: Look) -> str:
     if ins.seed is None:
         return ""
     from fake_servers._formats import sent_text  # the answer's words; faker loads on first use
@@ -55,7 +51,7 @@ def _sent_text(ins: _Inputs, look: _Look) -> str:
     return sent_text(look.a, ins.seed)
 
 
-def _duplicated(ins: _Inputs, prev: _Look) -> str:
+def _duplicated(ins: Inputs, prev: Look) -> str:
     if ins.app_output is None:
         return ""
     partial = _sent_text(ins, prev)
@@ -64,7 +60,7 @@ def _duplicated(ins: _Inputs, prev: _Look) -> str:
     return ""
 
 
-def _stall_threshold(ins: _Inputs, stall: Stalled) -> tuple[float, str]:
+def _stall_threshold(ins: Inputs, stall: Stalled) -> tuple[float, str]:
     if ins.stall_timeout is not None:
         return ins.stall_timeout, "the test's stall_timeout"
     p = ins.policy
@@ -74,7 +70,7 @@ def _stall_threshold(ins: _Inputs, stall: Stalled) -> tuple[float, str]:
     return p.stall_timeout + p.stall_check_interval, f"{name} silent-stream timeout + check"
 
 
-def _stall_silence(look: _Look, stall: Stalled, ins: _Inputs) -> tuple[float, float]:
+def _stall_silence(look: Look, stall: Stalled, ins: Inputs) -> tuple[float, float]:
     """(start, silence endured) of the scripted stall, which the server began."""
     start = stall.at
     idle_rule = ins.policy.idle_rule
@@ -85,7 +81,7 @@ def _stall_silence(look: _Look, stall: Stalled, ins: _Inputs) -> tuple[float, fl
     return start, end - start
 
 
-def _sat_through(ins: _Inputs) -> Iterator[Finding]:
+def sat_through(ins: Inputs) -> Iterator[Finding]:
     for look in ins.looks:
         stall = look.a.stall
         if stall is None or look.state == "cancelled":
@@ -99,7 +95,7 @@ def _sat_through(ins: _Inputs) -> Iterator[Finding]:
         if silence <= limit + slack:
             continue
         still = " and is still connected" if look.a.end is None else ""
-        yield _finding(
+        yield make_finding(
             "V-STALL-SAT-THROUGH",
             (look.seq,),
             f"#{look.seq} stayed through {silence:.3f} s of silence after "
@@ -107,7 +103,7 @@ def _sat_through(ins: _Inputs) -> Iterator[Finding]:
         )
 
 
-def _not_closed(ins: _Inputs) -> Iterator[Finding]:
+def not_closed(ins: Inputs) -> Iterator[Finding]:
     mark = ins.stopped_reading_at
     if mark is None:
         return
@@ -124,7 +120,7 @@ def _not_closed(ins: _Inputs) -> Iterator[Finding]:
             if a.end is None
             else f"ended {a.end} {(a.ended_at or mark) - mark:.3f} s after"
         )
-        yield _finding(
+        yield make_finding(
             "V-CANCEL-NOT-CLOSED",
             (a.seq,),
             f"the app stopped reading; #{a.seq} {how} (the close was due within "
@@ -132,17 +128,17 @@ def _not_closed(ins: _Inputs) -> Iterator[Finding]:
         )
 
 
-def _accepted(ins: _Inputs) -> Iterator[Finding]:
+def accepted(ins: Inputs) -> Iterator[Finding]:
     if ins.app_output is None or ins.error is not None:
         return  # judged only when the app returned normally and said what it produced
     for number, looks in ins.calls:
         last = looks[-1]
         if last.state != "failed" or not last.committed:
             continue
-        truncated = last.a.end == "completed" and not _in_band_error(last.a)
+        truncated = last.a.end == "completed" and not in_band_error(last.a)
         rule = "V-TRUNCATED-ACCEPTED" if truncated else "V-MIDSTREAM-SWALLOWED"
         what = "ended without its terminal event" if truncated else f"failed ({last.outcome})"
-        yield _finding(
+        yield make_finding(
             rule,
             (last.seq,),
             f"#{last.seq} {what} after {last.chunks} chunk(s); the app returned normally "

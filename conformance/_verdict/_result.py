@@ -1,4 +1,4 @@
-"""The verdict's results: Finding, Call and AppVerdict, and a rule's finding (_finding).
+"""The verdict's results: Finding, Call and AppVerdict, and a rule's finding (make_finding).
 
 ``AppVerdict`` is the app-level verdict (findings about one test's client); a case's
 PASS/FAIL is ``conformance.Verdict``. Each has one name, everywhere.
@@ -16,7 +16,7 @@ __all__ = [
     "AppVerdict",
     "Call",
     "Finding",
-    "_finding",
+    "make_finding",
 ]
 
 
@@ -161,7 +161,7 @@ def _clip(text: str | None, limit: int = 2000) -> str | None:
     return f"{text[:limit]}... ({len(text) - limit} more chars)"
 
 
-def _finding(rule_id: str, attempts: Sequence[int], observed: str, **kw: Any) -> Finding:
+def make_finding(rule_id: str, attempts: Sequence[int], observed: str, **kw: Any) -> Finding:
     rule = RULES[rule_id]
     level: FindingLevel = kw.pop("level", rule.level)
     return Finding(
