@@ -7,12 +7,13 @@ need only server-side evidence, the app-level verdict on unchanged code.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from conformance._case import Outcome
 from conformance._evidence import Delivery, Evidence
 from conformance._timing import Decision, Noise
 from conformance.reference._config import ClientPolicy
-from fake_servers import Attempt
+from fake_servers import Attempt, SentEvent
 
 __all__ = [
     "REACTION_DEADLINE",
@@ -23,7 +24,9 @@ __all__ = [
     "ended_with_error",
     "http_attempts",
     "judged",
+    "name_endings",
     "reaction_resolution",
+    "resumed_from_delivered",
 ]
 
 # How long a case's play waits for a reaction it needs before going on. A deadline,
@@ -102,7 +105,7 @@ def ended_with_error(
     if outcome is None or outcome.kind != "error":
         return Outcome.failed(want, _describe_outcome(outcome))
     if allowed is not None and outcome.error not in allowed:
-        return Outcome.failed(want, f"error of kind {outcome.error}: {outcome.detail}")
+        return Outcome.failed(want, outcome.describe())
     if status is not None and outcome.status != status:
         return Outcome.failed(want, f"error {outcome.error} with status {outcome.status}")
     return Outcome.passed(want, f"error {outcome.error}")
@@ -122,3 +125,119 @@ def all_of(*outcomes: Outcome) -> Outcome:
     return Outcome.passed(
         "; ".join(o.expected for o in outcomes), "; ".join(o.observed for o in outcomes)
     )
+
+
+# -- resumption, judged from the ledger ------------------------------------------------
+
+
+def resumed_from_delivered(ev: Evidence, stream: str = "s1") -> Outcome:
+    """Every resumed attempt's Last-Event-ID names the last delivered event of those the
+    earlier attempts sent.
+
+    Judged from the ledger (the header, the events each attempt sent) and the delivered
+    data, never from the ids the client reports: a client that resumes right but hands
+    its consumer no ids passes. Delivered chunks are matched to the answer by position,
+    as far as they follow it (the exact-delivery check judges the rest). No clocks: an
+    exec adapter may stamp a delivery after the resumed request arrived, so an event an
+    earlier attempt sent and the consumer got counts as got before the resume (a broken
+    stream breaks after its last whole event).
+    """
+    if len(ev.attempts) < 2:
+        return Outcome.failed(
+            "a resumed attempt after the broken one", f"{len(ev.attempts)} attempt(s)"
+        )
+    want = "each resumed attempt sends Last-Event-ID: the id of the last event delivered"
+    got = _delivered_indices(ev, stream)
+    sent: list[SentEvent] = []
+    for before, att in zip(ev.attempts, ev.attempts[1:], strict=False):
+        sent.extend(e for e in before.data_events if e.id is not None)
+        last = max((e for e in sent if e.index in got), key=lambda e: e.index, default=None)
+        if last is None:
+            return Outcome.failed(want, f"no event sent before attempt {att.seq} was delivered")
+        if att.last_event_id != last.id:
+            return Outcome.failed(
+                want,
+                f"attempt {att.seq}: Last-Event-ID={att.last_event_id}",
+                f"the last delivered event sent before it: #{last.index} id={last.id} "
+                f"{last.data!r}",
+            )
+    resumed = ", ".join(f"{a.last_event_id}" for a in ev.attempts[1:])
+    return Outcome.passed(want, f"Last-Event-ID={resumed}")
+
+
+def _delivered_indices(ev: Evidence, stream: str) -> set[int]:
+    """The answer's event indices the consumer got: its chunks as far as they follow the
+    answer's order."""
+    ans = answer(ev)
+    order = sorted(ans)
+    got = [d.data for d in ev.chunks(stream)]
+    out: set[int] = set()
+    for index, data in zip(order, got, strict=False):
+        if ans[index] != data:
+            break
+        out.add(index)
+    return out
+
+
+# -- what every failure says: how each stream ended ------------------------------------
+
+
+def name_endings(outcome: Outcome, ev: Evidence) -> Outcome:
+    """A FAIL (or a missed SHOULD) says what the client ended with: each stream's final
+    outcome (done, or its error) or that it never ended, unless the text names it already.
+    One stream: on the observed line; several: one detail line, shown first. Passes and
+    undecidable outcomes are returned as they are."""
+    if outcome.ok or outcome.undecidable:
+        return outcome
+    text = " ".join((outcome.observed, *outcome.details))
+    streams = list(dict.fromkeys(d.stream for d in ev.deliveries))
+    if not streams:
+        return _add_ending(outcome, "no stream delivered anything", single=True)
+    single = len(streams) == 1
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for stream in streams:
+        end = ev.outcome(stream)
+        if _named(text, stream, end, single):
+            continue
+        head, detail = _ending(end)
+        groups.setdefault(head, []).append((stream, detail))
+    if not groups:
+        return outcome
+    parts = [_group_text(head, members) for head, members in groups.items()]
+    return _add_ending(outcome, "; ".join(parts), single=single)
+
+
+def _named(text: str, stream: str, end: Delivery | None, single: bool) -> bool:
+    if f"{stream} ended" in text or f"{stream} never ended" in text:
+        return True
+    if not single:
+        return False
+    return _describe_outcome(end) in text if end is not None else "neither done nor" in text
+
+
+def _ending(end: Delivery | None) -> tuple[str, str]:
+    """(what the stream ended with, its detail); ("", "") for a stream that never ended."""
+    if end is None:
+        return "", ""
+    if end.kind == "done":
+        return "done", ""
+    status = f" status={end.status}" if end.status is not None else ""
+    return f"error {end.error}{status}", end.detail
+
+
+def _group_text(head: str, members: list[tuple[str, str]]) -> str:
+    names = [stream for stream, _ in members]
+    who = (
+        ", ".join(names) if len(names) <= 3 else f"{names[0]}, {names[1]} and {len(names) - 2} more"
+    )
+    if not head:
+        return f"{who} never ended"
+    details = {detail for _, detail in members}
+    detail = details.pop() if len(details) == 1 else ""
+    return f"{who} ended: {head}" + (f" ({detail})" if detail else "")
+
+
+def _add_ending(outcome: Outcome, ending: str, *, single: bool) -> Outcome:
+    if single:
+        return replace(outcome, observed=f"{outcome.observed}; {ending}")
+    return replace(outcome, details=(ending, *outcome.details))

@@ -28,7 +28,7 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 
 Reply = Literal["hello", "configured", "reset"]
-StreamEventType = Literal["chunk", "state", "error", "done", "log"]
+StreamEventType = Literal["chunk", "comment", "state", "error", "done", "log"]
 REPLIES: tuple[Reply, ...] = get_args(Reply)
 STREAM_EVENTS: tuple[StreamEventType, ...] = get_args(StreamEventType)
 
@@ -55,6 +55,7 @@ def stream_command(request: AdapterRequest) -> dict[str, Any]:
         "idempotent": req.idempotent,
         "cancel_after": req.cancel_after,
         "client": req.client,
+        "comments": req.comments,
     }
 
 
@@ -131,7 +132,8 @@ def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
 
     Raises:
         ProtocolError: a field has the wrong type.
-        StreamCancelled: the runner cancelled the stream (from ``sink.chunk``).
+        StreamCancelled: the runner cancelled the stream (from ``sink.chunk`` or
+            ``sink.comment``).
     """
     kind = event["type"]
     if kind == "chunk":
@@ -139,6 +141,11 @@ def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
         if data is None:
             raise ProtocolError('a chunk event needs a string "data"')
         sink.chunk(data, id=_text(event, "id", "chunk"), event=_text(event, "event", "chunk"))
+    elif kind == "comment":
+        text = _text(event, "text", "comment")
+        if text is None:
+            raise ProtocolError('a comment event needs a string "text"')
+        sink.comment(text)
     elif kind == "state":
         state = _text(event, "state", "state")
         if state is None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict
+from conformance._checks import name_endings
 from conformance._evidence import DeliveryLog, Evidence
 from conformance._profiles import Profile, Timing
 from conformance._timing import Noise
@@ -535,7 +536,7 @@ class SuiteRunner:
         ctx = ctx_holder[0]
         if ctx.failures:
             raise HarnessError("; ".join(ctx.failures))
-        return case.check(evidence, policy), evidence
+        return name_endings(case.check(evidence, policy), evidence), evidence
 
     def _prepare(self, policy: ClientPolicy) -> None:
         self.server.load(Scenario(seed=self.seed))

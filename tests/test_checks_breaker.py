@@ -441,3 +441,141 @@ class TestPolicies:
         short = policy_for("SC-BREAKER-1")  # 0.25 s
         assert get_case("SC-BREAKER-9").applies(short, "get") is not None
         assert get_case("SC-BREAKER-9").applies(SEED, "get") is None
+
+
+# -- BREAKER-23 to 26: new streams once the cooldown has passed ---------------------------
+
+NEW_COOLDOWN = policy_for("SC-BREAKER-23").breaker.cooldown
+LATER = failures(PATH, K)[-1].arrived_at + 1.5 * NEW_COOLDOWN  # when the play goes on
+
+
+def held(path: str, at: float, hold: float) -> Attempt:
+    """A request whose answer the server held back ``hold`` (a probe still unresolved)."""
+    a = attempt(path, at, status=200, lasts=hold + 0.01)
+    sent = tuple(
+        SentEvent(i, "data", None, TOKENS[i - 1], at + hold + 0.001 * i) for i in (1, 2, 3)
+    )
+    return replace(a, events=sent, headers_at=at + hold)
+
+
+class TestNextStream:
+    """SC-BREAKER-23/24: after the cooldown a new stream is the probe, then a canary."""
+
+    def judge(self, s2: bool = True, canary_delay: float | None = 0.005) -> Outcome:
+        atts = failures(PATH, K)
+        deliveries: list[Delivery] = []
+        if s2:
+            atts.append(attempt(OTHER, LATER, status=200, events=3))
+            deliveries += answered("s2", LATER + 0.005)
+        else:
+            deliveries.append(error("s2", "circuit_open", LATER))
+        done_at = deliveries[-1].at
+        if canary_delay is None:
+            deliveries.append(error("canary", "circuit_open", done_at + 0.002))
+        else:
+            atts.append(attempt(CANARY, done_at + canary_delay, status=200, events=3))
+            deliveries += answered("canary", done_at + canary_delay + 0.005)
+        return check("SC-BREAKER-23", atts, deliveries)
+
+    def test_a_new_probe_that_closes_the_breaker_passes(self) -> None:
+        """s2 gets through after the cooldown, and the canary right after it."""
+        assert self.judge().ok
+
+    def test_a_new_stream_refused_after_the_cooldown_fails(self) -> None:
+        """The breaker never closes for new streams: s2 gets circuit_open."""
+        assert failed(self.judge(s2=False))
+
+    def test_a_canary_refused_after_the_good_probe_fails(self) -> None:
+        """The good probe did not close it: the next stream is refused."""
+        assert failed(self.judge(canary_delay=None))
+
+    def test_a_canary_held_for_a_new_cooldown_fails(self) -> None:
+        """A canary that waited a whole new cooldown was held by a breaker that re-opened."""
+        assert failed(self.judge(canary_delay=NEW_COOLDOWN + 0.01))
+
+    def test_s1_probing_itself_is_undecidable_or_the_opens_flaw(self) -> None:
+        """s1 probing after the cooldown means the play cancelled it late: undecidable.
+        Its next request at once is BREAKER-1's flaw: FAIL."""
+        for gap, undecidable in ((NEW_COOLDOWN + 0.05, True), (0.01, False)):
+            atts = [*failures(PATH, K), attempt(PATH, 0.04 + gap, status=200, number=K + 1)]
+            outcome = check("SC-BREAKER-23", atts, answered("s1", 1.0))
+            assert not outcome.ok
+            assert outcome.undecidable is undecidable
+
+
+class TestNewCallers:
+    """SC-BREAKER-25/26: callers refused while open; after it one probe among new ones."""
+
+    hold = policy_for("SC-BREAKER-25").breaker.cooldown / 2
+
+    def refused(self) -> list[Delivery]:
+        return [error(f"f{i}", "circuit_open", 0.05) for i in (1, 2, 3)]
+
+    def new_callers(self, through: int, after: float = 0.0) -> tuple[list[Attempt], list[Delivery]]:
+        """n1 the probe; ``through`` more new callers arrive ``after`` it, 1 ms apart."""
+        atts = [held(f"{PATH}/n1", LATER, self.hold)]
+        deliveries = answered("n1", LATER + self.hold + 0.01)
+        for i in range(2, 5):
+            if i - 1 <= through:
+                atts.append(
+                    attempt(f"{PATH}/n{i}", LATER + after + 0.001 * i, status=200, events=3)
+                )
+            else:
+                deliveries.append(error(f"n{i}", "circuit_open", LATER + 0.001))
+        return atts, deliveries
+
+    def judge(self, through: int = 0, after: float = 0.0, noise: Noise | None = None) -> Outcome:
+        atts, deliveries = self.new_callers(through, after)
+        return check(
+            "SC-BREAKER-25",
+            [*failures(PATH, K), *atts],
+            [*self.refused(), *deliveries],
+            noise=noise,
+        )
+
+    def test_one_probe_and_the_rest_refused_passes(self) -> None:
+        """n1 is the probe; n2-n4 fail fast: conformant."""
+        assert self.judge().ok
+
+    def test_every_new_caller_let_through_fails(self) -> None:
+        """n2-n4 reach the server with the probe, before it resolved."""
+        outcome = self.judge(through=3)
+        assert failed(outcome)
+        assert "4 requests before the probe resolved" in outcome.observed
+
+    def test_callers_admitted_after_the_probe_resolved_pass(self) -> None:
+        """A client whose new callers wait: they go once the probe's first event is in."""
+        assert self.judge(through=3, after=self.hold + 0.005).ok
+
+    def test_a_crowd_the_server_stamped_late_is_undecidable(self) -> None:
+        """With the server loop blocked 200 ms before the probe's first event, that stamp
+        may trail the event: the others may have come after it. Undecidable, not FAIL."""
+        atts, deliveries = self.new_callers(3)
+        ev = Evidence((*failures(PATH, K), *atts), (), (*self.refused(), *deliveries))
+        noise = noisy(ev, [(LATER + self.hold - 0.005, BLOCK)], source="server").noise
+        outcome = self.judge(through=3, noise=noise)
+        assert outcome.undecidable
+        assert not outcome.ok
+
+    def test_no_probe_after_the_cooldown_fails(self) -> None:
+        """Every new caller refused: the breaker never closes."""
+        deliveries = [error(f"n{i}", "circuit_open", LATER) for i in range(1, 5)]
+        assert failed(check("SC-BREAKER-25", failures(PATH, K), [*self.refused(), *deliveries]))
+
+    def test_a_caller_let_through_while_open_fails(self) -> None:
+        """f1 reached the server right after the trip: it did not fail fast."""
+        atts, deliveries = self.new_callers(0)
+        f1 = attempt(f"{PATH}/f1", 0.06, status=200, events=3)
+        refused = [*answered("f1", 0.07), *self.refused()[1:]]
+        outcome = check("SC-BREAKER-25", [*failures(PATH, K), f1, *atts], [*refused, *deliveries])
+        assert failed(outcome)
+
+    def test_a_caller_that_reached_the_server_after_the_cooldown_is_the_probe(self) -> None:
+        """f1 reaching the server only after the cooldown (its client waits, or the play
+        was late) is judged as the probe; the new callers after it are fine."""
+        f1 = held(f"{PATH}/f1", 0.04 + NEW_COOLDOWN + 0.02, self.hold)
+        atts = [attempt(f"{PATH}/n{i}", LATER + 0.2, status=200, events=3) for i in range(1, 5)]
+        deliveries = [*answered("f1", f1.ended_at or 0.0)]
+        deliveries += [d for i in range(1, 5) for d in answered(f"n{i}", LATER + 0.21)]
+        deliveries += self.refused()[1:]
+        assert check("SC-BREAKER-25", [*failures(PATH, K), f1, *atts], deliveries).ok

@@ -22,7 +22,7 @@ import pytest
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
 from conformance.reference._config import ClientPolicy
-from fake_servers import Gap, Respond, Stream, now
+from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._server import FakeServer
 from pytest_streamcheck._adapter import AdapterRequest, StreamSink
 from pytest_streamcheck._exec import (
@@ -32,6 +32,7 @@ from pytest_streamcheck._exec import (
     parse_hello,
     stream_command,
 )
+from pytest_streamcheck._exec_protocol import deliver
 from pytest_streamcheck._runner import HarnessError
 
 CLIENTS = Path(__file__).parent / "exec_clients"
@@ -126,7 +127,23 @@ def test_stream_command_maps_json_and_multipart_bodies() -> None:
         "idempotent": False,
         "cancel_after": 3,
         "client": "default",
+        "comments": False,
     }
+    asked = StreamRequest("/x", comments=True)
+    assert stream_command(AdapterRequest("http://h/x", asked))["comments"] is True
+
+
+def test_a_comment_event_reaches_the_sink_and_needs_its_text() -> None:
+    """{"type": "comment", "text": ...} is StreamSink.comment; it never ends the stream."""
+    log = DeliveryLog()
+    sink = StreamSink(log, "s1")
+    assert deliver(sink, {"type": "comment", "stream": "s1", "text": " two"}) is False
+    assert [(d.kind, d.data) for d in log.all()] == [("comment", " two")]
+    assert parse_event(b'{"type": "comment", "stream": "s1", "text": ""}\n') is not None
+    with pytest.raises(ProtocolError, match='needs a string "text"'):
+        deliver(sink, {"type": "comment", "stream": "s1"})
+    with pytest.raises(ProtocolError, match=r"comment\.text must be a string"):
+        deliver(sink, {"type": "comment", "stream": "s1", "text": 7})
 
 
 @pytest.mark.parametrize(
@@ -202,6 +219,27 @@ async def test_stream_is_delivered_in_order_then_done(fake_server: FakeServer) -
     assert stamps == sorted(stamps)
     assert stamps[0] >= started
     assert "committed" in [d.state for d in deliveries if d.kind == "state"]
+
+
+@pytest.mark.asyncio
+async def test_comments_cross_the_protocol_when_asked(fake_server: FakeServer) -> None:
+    """With "comments": true the client reports each comment line among its chunks, in
+    stream order; without it, none."""
+    wire = (b": one\ndata: a\n\n", b":  two\ndata: b\n\ndata: [DONE]\n\n")
+    fake_server.script("/chat", Raw(wire))
+    async with running(client("minimal.py")) as adapter:
+        await ready(adapter)
+        asked = await play(adapter, request(fake_server, comments=True))
+        await adapter.reset()
+        plain = await play(adapter, request(fake_server))
+    kinds = ("chunk", "comment")
+    assert [(d.kind, d.data) for d in asked if d.kind in kinds] == [
+        ("comment", "one"),
+        ("chunk", "a"),
+        ("comment", " two"),
+        ("chunk", "b"),
+    ]
+    assert [(d.kind, d.data) for d in plain if d.kind in kinds] == [("chunk", "a"), ("chunk", "b")]
 
 
 @pytest.mark.asyncio

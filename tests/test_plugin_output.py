@@ -94,8 +94,8 @@ def test_the_short_summary_has_one_line_per_failure_even_on_ci(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "FAILED streamcheck::SC-RETRY-3 - 3 requests "
-            "(expected exactly 1 request for a 401: it is never retried)",
+            "FAILED streamcheck::SC-RETRY-3 - 3 requests; s1 ended: error gave_up status=401 "
+            "(*) (expected exactly 1 request for a 401: it is never retried)",
             "*= 1 failed in *",
         ],
         consecutive=True,
@@ -298,8 +298,10 @@ def test_junit_failure_message_is_one_line(pytester: pytest.Pytester) -> None:
     failure = _testcases(pytester, "j.xml")["SC-RETRY-3"].find("failure")
     assert failure is not None
     assert failure.text is not None
-    expected = "3 requests (expected exactly 1 request for a 401: it is never retried)"
-    assert failure.get("message") == expected
+    message = failure.get("message") or ""
+    assert message.startswith("3 requests; s1 ended: error gave_up status=401 ("), message
+    assert message.endswith(" (expected exactly 1 request for a 401: it is never retried)")
+    assert "\n" not in message
     assert "requirement: A client MUST NOT retry a 401" in failure.text
 
 
@@ -314,7 +316,9 @@ def test_under_xdist_ids_junit_and_short_lines_hold(
         *PLAIN, RETRIES_401, PIPELINE, *ids, "-n", "2", "--junitxml=j.xml"
     )
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["FAILED streamcheck::SC-RETRY-3 - 3 requests (expected *)"])
+    result.stdout.fnmatch_lines(
+        ["FAILED streamcheck::SC-RETRY-3 - 3 requests; s1 ended: * (expected *)"]
+    )
     assert result.stdout.str().count("requirement:") == 1
     classnames = {n: c.get("classname") for n, c in _testcases(pytester, "j.xml").items()}
     assert classnames == {

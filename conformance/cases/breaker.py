@@ -43,7 +43,7 @@ from conformance._checks import (
     judged,
 )
 from conformance._evidence import Evidence
-from conformance._timing import AT_ONCE, Noise, at_once, decide, span
+from conformance._timing import AT_ONCE, Decision, Noise, decide, span
 from conformance.cases._common import (
     BASE_SLACK,
     PATH,
@@ -54,7 +54,7 @@ from conformance.cases._common import (
     retry_budget,
 )
 from conformance.reference._config import ClientPolicy
-from fake_servers import Attempt, Respond, Stall, Step, Stream
+from fake_servers import Attempt, Respond, Stall, Step, Stream, now
 
 __all__: list[str] = []
 
@@ -69,6 +69,9 @@ WAITERS = 10  # streams waiting on one breaker for its half-open probe
 WAVE_DELAY = 0.1  # the waiters' answers are this late: all of them are in flight first
 STEADY_COOLDOWN = 1.0  # a canary surely starts within it
 STEADY_WINDOW = 30.0  # the seed library's real window: a whole scenario fits in one
+PAST_COOLDOWN = 1.5  # new callers start this many cooldowns after the trip was seen
+FAST_CALLERS = 3  # new streams started while the breaker is open
+NEW_CALLERS = 4  # new streams started together once it has cooled down
 
 
 # -- scripts and requests ----------------------------------------------------------------
@@ -413,19 +416,26 @@ async def _play_midstream(ctx: CaseContext) -> None:
     await ctx.wait_ended("canary", retry_budget(p, 1, waits=p.breaker.cooldown))
 
 
-def _prompt_canary(ev: Evidence, last_stream: str, cooldown: float) -> Outcome:
-    """The canary reached the server at once after the last stream failed: an open
-    breaker would have held it a cooldown (the flaw, half of which is surely it)."""
-    want = f"the canary reaches the server at once (within {AT_ONCE * cooldown / 2:.3f}s)"
+def _canary_after(
+    ev: Evidence, last_stream: str, within: float, resolution: float, want: str
+) -> Outcome:
+    """The canary reached the server at most ``within`` after ``last_stream`` ended."""
     last = ev.outcome(last_stream)
     canary = http_attempts(ev, CANARY)
     if last is None or not canary:
         return Outcome.failed(want, f"{last_stream} never ended" if canary else "no request")
-    delay = canary[0].arrived_at - last.at
-    seen = f"it came {delay:.3f}s after {last_stream} failed"
-    return judged(
-        at_once(last.at, canary[0].arrived_at, ev.noise, cooldown / 2), want, seen, ev.noise
-    )
+    gap = span(last.at, canary[0].arrived_at, ev.noise)
+    seen = f"it came {gap.measured:.3f}s after {last_stream} ended"
+    return judged(decide(gap, -math.inf, within, resolution), want, seen, ev.noise)
+
+
+def _prompt_canary(ev: Evidence, last_stream: str, cooldown: float) -> Outcome:
+    """The canary reached the server at once after the last stream failed: an open
+    breaker would have held it a cooldown (the flaw, half of which is surely it)."""
+    flaw = cooldown / 2
+    limit = AT_ONCE * flaw
+    want = f"the canary reaches the server at once (within {limit:.3f}s)"
+    return _canary_after(ev, last_stream, limit, flaw - limit, want)
 
 
 def _check_midstream(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -520,6 +530,180 @@ def _check_plan(plan_for: Callable[[ClientPolicy], Plan], *, opens: bool) -> Che
         return all_of(*calls, canary)
 
     return check
+
+
+# -- BREAKER-23 to 26: new streams once the cooldown has passed ------------------------
+
+
+def _reaction(policy: ClientPolicy) -> float:
+    """How long the play waits for a client that reports no states to book the trip:
+    under half a cooldown, so s1 cannot have probed yet when it is cancelled."""
+    return min(REACTION_DEADLINE, policy.breaker.cooldown / 2)
+
+
+async def _trip(ctx: CaseContext) -> float:
+    """s1 fails threshold times; returns once the client says it opened (a
+    ``breaker_open`` state) or ``_reaction`` later: a moment after the trip."""
+    p = ctx.policy
+    k = p.breaker.threshold
+    ctx.server.script(PATH, *[_fail()] * k, _ok())
+    ctx.start(_request(ctx, "s1", PATH))
+    await ctx.wait_until(
+        lambda: sum(a.finished for a in ctx.ledger.attempts(PATH)) >= k, retry_budget(p, k - 1)
+    )
+    await ctx.wait_until(lambda: _reported_open(ctx), _reaction(p))
+    return now()
+
+
+async def _cooled(ctx: CaseContext, tripped: float) -> None:
+    """Hold until PAST_COOLDOWN cooldowns after the trip: a cooldown up to half again as
+    long as the profile's is not this case's flaw (BREAKER-1 judges the lower end)."""
+    await ctx.hold(max(0.0, tripped + PAST_COOLDOWN * ctx.policy.breaker.cooldown - now()))
+
+
+def _tripped(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    """s1 made the threshold failures and no more: the play cancels it while the breaker
+    is open, so that a new stream has to be the probe. A request of its own within the
+    cooldown is BREAKER-1's flaw; one after it means the play cancelled s1 too late."""
+    k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
+    atts = http_attempts(ev, PATH)
+    if len(atts) <= k:
+        return _count(ev, PATH, k, f"{k} failures trip the breaker, then s1 is cancelled", "s1")
+    quiet = _quiet_before(atts, k, cooldown, f"open after {k} consecutive failures", ev.noise)
+    if not quiet.ok:
+        return quiet
+    return Outcome.unsure(
+        f"s1 is cancelled after its {k} failures, before it can probe",
+        f"s1 probed after the cooldown: the play was too late to cancel it ({quiet.observed})",
+        ev.noise.headline(),
+    )
+
+
+async def _play_next_stream(ctx: CaseContext) -> None:
+    """Trip, cancel s1, wait the cooldown out; s2 (a new stream) must be the probe and
+    close the breaker, then a canary must get through as well."""
+    budget = retry_budget(ctx.policy, 1, waits=ctx.policy.breaker.cooldown)
+    ctx.server.script(OTHER, _ok())
+    ctx.server.script(CANARY, _ok())
+    tripped = await _trip(ctx)
+    await ctx.cancel("s1")
+    await _cooled(ctx, tripped)
+    ctx.start(_request(ctx, "s2", OTHER))
+    await ctx.wait_ended("s2", budget)
+    ctx.start(_request(ctx, "canary", CANARY))
+    await ctx.wait_ended("canary", budget)
+
+
+def _check_next_stream(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    cooldown = policy.breaker.cooldown
+    # A canary held for a new cooldown is the flaw (a client whose new streams wait);
+    # half of one is surely it, and a prompt one takes milliseconds.
+    held = f"the canary reaches the server without a new cooldown (within {cooldown / 2:.3f}s)"
+    return all_of(
+        _tripped(ev, policy),
+        _admitted(ev, "s2", OTHER),
+        _admitted(ev, "canary", CANARY),
+        _canary_after(ev, "s2", cooldown / 2, cooldown / 2, held),
+    )
+
+
+FAST = tuple(f"f{i}" for i in range(1, FAST_CALLERS + 1))  # started while it is open
+NEW = tuple(f"n{i}" for i in range(1, NEW_CALLERS + 1))  # started once it has cooled down
+
+
+def _caller_path(stream: str) -> str:
+    return f"{PATH}/{stream}"
+
+
+def _probe_hold(policy: ClientPolicy) -> float:
+    """How long a probe's answer is held back: half a cooldown, so that callers let
+    through with it surely arrive before it resolves, at every scale."""
+    return policy.breaker.cooldown / 2
+
+
+async def _play_new_callers(ctx: CaseContext) -> None:
+    """Trip; FAST_CALLERS new streams while open (they fail fast); cancel s1; after the
+    cooldown NEW_CALLERS new streams at once: one of them is the probe."""
+    p = ctx.policy
+    for stream in (*FAST, *NEW):
+        ctx.server.script(_caller_path(stream), Stream(events=EVENTS, delay=_probe_hold(p)))
+    budget = retry_budget(p, 1, waits=p.breaker.cooldown + _probe_hold(p))
+    tripped = await _trip(ctx)
+    for stream in FAST:
+        ctx.start(_request(ctx, stream, _caller_path(stream)))
+    await ctx.cancel("s1")
+    for stream in FAST:
+        await ctx.wait_ended(stream, budget)
+    await _cooled(ctx, tripped)
+    for stream in NEW:
+        ctx.start(_request(ctx, stream, _caller_path(stream)))
+    for stream in NEW:
+        await ctx.wait_ended(stream, budget)
+
+
+def _refused_while_open(ev: Evidence, stream: str, opened: float, cooldown: float) -> Outcome:
+    """A stream started while the breaker is open fails fast. It may reach the server
+    only after the cooldown, as the probe (its client waits, or the play started it
+    late); the probe check judges it then. ``opened``: the tripping request's arrival."""
+    path = _caller_path(stream)
+    atts = http_attempts(ev, path)
+    if not atts:
+        return _refused(ev, stream, path)
+    gap = span(opened, atts[0].arrived_at, ev.noise)
+    want = f"{stream}, started while the breaker is open, sends no request for the cooldown"
+    seen = f"its request came {gap.measured:.3f}s after the tripping request"
+    return judged(decide(gap, cooldown, math.inf, cooldown / 2), want, seen, ev.noise)
+
+
+def _before(ev: Evidence, a: Attempt, probe: Attempt, flaw: float) -> Decision:
+    """Whether ``a`` arrived before the probe resolved ("out": surely). No client can
+    know the probe succeeded before its first event was sent (or, failed, before it
+    ended)."""
+    resolved = probe.data_events[0].at if probe.data_events else probe.ended_at
+    if resolved is None:
+        return "out"
+    return decide(span(a.arrived_at, resolved, ev.noise), -math.inf, 0.0, flaw)
+
+
+def _one_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    """The first request of a caller after the trip is the probe; no other arrives
+    before it resolves, and its stream completes."""
+    want = "after the cooldown one probe, and no other request until it resolves"
+    paths = {_caller_path(s): s for s in (*FAST, *NEW)}
+    reqs = sorted((a for a in ev.attempts if a.path in paths), key=lambda a: a.arrived_at)
+    if not reqs:
+        return Outcome.failed(want, "no request after the cooldown: no probe")
+    probe, others = reqs[0], reqs[1:]
+    flaw = _probe_hold(policy) / 2
+    decisions = [(a, _before(ev, a, probe, flaw)) for a in others]
+    crowd = [a for a, d in decisions if d == "out"]
+    if crowd:
+        after = (f"{a.path} {a.arrived_at - probe.arrived_at:.3f}s after it" for a in crowd)
+        return Outcome.failed(
+            want,
+            f"{len(crowd) + 1} requests before the probe resolved",
+            *after,
+            ev.noise.headline(),
+        )
+    if any(d == "unsure" for _, d in decisions):
+        seen = (
+            "requests near the probe's first event (undecidable: the measured noise is too large)"
+        )
+        return Outcome.unsure(want, seen, ev.noise.headline())
+    one = Outcome.passed(want, f"one probe ({probe.path}), {len(others)} request(s) after it")
+    return all_of(one, ended_with_done(ev, paths[probe.path]))
+
+
+def _check_new_callers(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    tripped = _tripped(ev, policy)
+    if not tripped.ok:
+        return tripped
+    k, cooldown = policy.breaker.threshold, policy.breaker.cooldown
+    opened = http_attempts(ev, PATH)[k - 1].arrived_at
+    return all_of(
+        *(_refused_while_open(ev, stream, opened, cooldown) for stream in FAST),
+        _one_probe(ev, policy),
+    )
 
 
 # -- the catalog -------------------------------------------------------------------------
@@ -660,6 +844,29 @@ def _make(row: _Row, transport: Transport, case_id: str) -> Case:
     )
 
 
+NEXT_STREAM = _Row(
+    "After the cooldown a new stream is the probe and closes the breaker",
+    "Once the cooldown has passed, a client MUST let a new stream through as the probe; "
+    "its success closes the breaker, and the next new stream goes through at once.",
+    _play_next_stream,
+    _check_next_stream,
+    _consecutive,
+    _fast,
+)
+NEW_CALLERS_ROW = _Row(
+    "One probe among new callers after the cooldown",
+    "When the cooldown ends a client MUST let exactly one probe through, also when its "
+    "callers failed fast while the breaker was open and several new ones start at once.",
+    _play_new_callers,
+    _check_new_callers,
+    _consecutive,
+    _fast,
+)
+
 for _n, _row in enumerate(ROWS, start=1):
     register(_make(_row, "get", f"SC-BREAKER-{2 * _n - 1}"))
     register(_make(_row, "post", f"SC-BREAKER-{2 * _n}"))
+register(_make(NEXT_STREAM, "get", "SC-BREAKER-23"))
+register(_make(NEXT_STREAM, "post", "SC-BREAKER-24"))
+register(_make(NEW_CALLERS_ROW, "get", "SC-BREAKER-25"))
+register(_make(NEW_CALLERS_ROW, "post", "SC-BREAKER-26"))

@@ -7,7 +7,16 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-CAPABILITIES = ["get", "post", "breaker", "stall", "offline", "resume", "configurable"]
+CAPABILITIES = [
+    "get",
+    "post",
+    "breaker",
+    "stall",
+    "offline",
+    "resume",
+    "configurable",
+    "comments",
+]
 
 
 def emit(**event: Any) -> None:

@@ -17,7 +17,13 @@ from typing import Any
 from _proto import CAPABILITIES, emit, say
 
 from conformance._profiles import policy_from_dict
-from conformance.reference import ClientPolicy, StateChange, StreamError, StreamingClient
+from conformance.reference import (
+    ClientPolicy,
+    SSEComment,
+    StateChange,
+    StreamError,
+    StreamingClient,
+)
 from pytest_streamcheck._reference import error_kind
 
 
@@ -64,8 +70,10 @@ class Client:
             headers=command.get("headers") or {},
             idempotent=command.get("idempotent"),
             on_state=state,
+            comments=bool(command.get("comments")),
             **body_arguments(command.get("body")),
         )
+        items = events.items() if command.get("comments") else events  # comments too?
         # Read with anext() and close once in ``finally``: ``async with`` + ``async for``
         # would close the stream twice at once (the block and the loop's generator), and
         # the reference client then leaves the connection open (reported to the lead).
@@ -73,10 +81,13 @@ class Client:
             delivered = 0
             while cancel_after is None or delivered < cancel_after:
                 try:
-                    event = await anext(events)
+                    event = await anext(items)
                 except StopAsyncIteration:
                     emit(type="done", stream=sid)
                     return
+                if isinstance(event, SSEComment):
+                    emit(type="comment", stream=sid, text=event.text)
+                    continue
                 emit(
                     type="chunk",
                     stream=sid,

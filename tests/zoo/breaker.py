@@ -15,6 +15,7 @@ from conformance.reference import (
     Admit,
     BreakerState,
     CircuitBreaker,
+    CircuitOpen,
     EventStream,
     RatioBreaker,
     Reject,
@@ -227,6 +228,34 @@ class _WaitsWhenOpenClient(_StreamsOf):
     stream_class = _WaitsWhenOpen
 
 
+class _OnlyRetriesProbe(EventStream):
+    async def _admission(self) -> bool:
+        if self.attempts == 0 and self._client.breaker.state(now()) is not BreakerState.CLOSED:
+            # the mistake: a new stream fails fast while half-open too, so only a
+            # retrying stream can ever be the probe
+            raise CircuitOpen(now())
+        return await super()._admission()
+
+
+class _OnlyRetriesProbeClient(_StreamsOf):
+    stream_class = _OnlyRetriesProbe
+
+
+class _NewCallersSkipTheLease(EventStream):
+    async def _admission(self) -> bool:
+        breaker = self._client.breaker
+        if self.attempts == 0 and breaker.state(now()) is BreakerState.HALF_OPEN:
+            verdict = breaker.admit(now())
+            # the mistake: only OPEN fails a new stream fast; one refused the half-open
+            # probe's lease goes ahead anyway
+            return isinstance(verdict, Admit) and verdict.probe
+        return await super()._admission()
+
+
+class _NewCallersSkipTheLeaseClient(_StreamsOf):
+    stream_class = _NewCallersSkipTheLease
+
+
 class _StreamMutant(_Rewired):
     client_class: type[StreamingClient] = StreamingClient
 
@@ -252,6 +281,20 @@ class no_fail_fast(_StreamMutant):
     client_class = _WaitsWhenOpenClient
 
 
+class never_closes_after_cooldown(_StreamMutant):
+    """New streams fail fast while half-open too: without a retrying stream it never closes."""
+
+    name = "never_closes_after_cooldown"
+    client_class = _OnlyRetriesProbeClient
+
+
+class lets_all_through_after_cooldown(_StreamMutant):
+    """After the cooldown every new stream goes through with the probe, not one probe."""
+
+    name = "lets_all_through_after_cooldown"
+    client_class = _NewCallersSkipTheLeaseClient
+
+
 MUTANTS: dict[str, Expectation] = {
     # "SC-BREAKER-2" also selects 20-22, which do not apply to the seed profiles.
     "never_opens": Expectation("SC-BREAKER-2"),
@@ -269,4 +312,6 @@ MUTANTS: dict[str, Expectation] = {
     "ignores_min_throughput": Expectation("SC-BREAKER-17", profile=PIPELINE),
     "never_forgets": Expectation("SC-BREAKER-19", profile=PIPELINE),
     "counts_midstream_failures_ratio": Expectation("SC-BREAKER-21", profile=PIPELINE),
+    "never_closes_after_cooldown": Expectation("SC-BREAKER-23 or SC-BREAKER-24"),
+    "lets_all_through_after_cooldown": Expectation("SC-BREAKER-25 or SC-BREAKER-26"),
 }

@@ -94,6 +94,15 @@ class duplicates_on_resume(Mutant):
             sink.pass_chunk(*sink.last)
 
 
+class hides_ids(Mutant):
+    """It resumes right but hands its consumer every chunk without its event id."""
+
+    name = "hides_ids"
+
+    def on_chunk(self, sink: _Sink, data: str, id: str | None, event: str | None) -> None:
+        sink.pass_chunk(data, None, event)
+
+
 class drops_server_message(Mutant):
     """Errors reach the consumer without the server's message (a SHOULD miss)."""
 
@@ -119,5 +128,7 @@ MUTANTS: dict[str, Expectation] = {
     "swallows_midstream_error": Expectation("SC-COMMIT-5 or SC-COMMIT-9"),
     "restarts_after_commit": Expectation("SC-COMMIT-5"),
     "duplicates_on_resume": Expectation("SC-COMMIT-15"),
+    # SC-COMMIT-15 to 18 judge the resume without ids: test_zoo.py proves it passes them.
+    "hides_ids": Expectation("SC-SSE-13 or SC-SSE-14"),
     "drops_server_message": Expectation("SC-RETRY-37", level="SHOULD"),
 }

@@ -1,0 +1,80 @@
+"""Resumption judged from the ledger (``resumed_from_delivered``): the Last-Event-ID the
+server received and the data the consumer got, never the ids the client reports.
+
+SC-COMMIT-15 to 18 and the resume part of SC-SSE-13/14 share the function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+from test_checks import attempt, chunks, done, judge
+
+from conformance import Delivery, Evidence
+from conformance._checks import resumed_from_delivered
+from fake_servers import Attempt
+
+FIRST = attempt(1, 200, [1, 2, 3], end="aborted", ids=True, ended=0.01)
+
+
+def resumed(last_event_id: str | None, events: Sequence[int] = (4, 5, 6)) -> list[Attempt]:
+    return [FIRST, attempt(2, 200, events, arrived=0.5, last_event_id=last_event_id, ids=True)]
+
+
+def got(*indexes: int, ids: bool) -> list[Delivery]:
+    return [*chunks(*indexes, at=0.005, ids=ids), done(1.0)]
+
+
+@pytest.mark.parametrize("case_id", ["SC-COMMIT-15", "SC-COMMIT-16"])
+def test_a_client_that_shows_no_ids_but_resumes_right_passes(case_id: str) -> None:
+    """hides_ids: Last-Event-ID=3 on the wire, the answer exactly once, chunks id=None."""
+    assert judge(case_id, resumed("3"), got(1, 2, 3, 4, 5, 6, ids=False))
+
+
+def test_the_same_holds_when_the_server_replays() -> None:
+    """SC-COMMIT-17: the server ignores Last-Event-ID; the client drops the replay."""
+    atts = resumed("3", events=(1, 2, 3, 4, 5, 6))
+    assert judge("SC-COMMIT-17", atts, got(1, 2, 3, 4, 5, 6, ids=False))
+    assert not judge("SC-COMMIT-17", atts, got(1, 2, 3, 1, 2, 3, 4, 5, 6, ids=False))
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [(None, "no header"), ("2", "a stale id"), ("9", "an id never sent"), ("4", "not yet got")],
+)
+def test_a_wrong_last_event_id_fails_even_when_the_data_is_exact(
+    header: str | None, why: str
+) -> None:
+    """The consumer got 1-6 exactly (a client that drops repeats), but the resumed
+    request did not name event 3, the last one delivered of those sent before it."""
+    outcome = resumed_from_delivered(
+        Evidence(tuple(resumed(header)), (), tuple(got(1, 2, 3, 4, 5, 6, ids=False)))
+    )
+    assert not outcome.ok, why
+    assert f"Last-Event-ID={header}" in outcome.observed
+    assert "#3 id=3" in outcome.details[0]
+
+
+def test_the_last_delivered_event_counts_not_the_last_sent() -> None:
+    """The consumer got only 1-2 of the first attempt (the rest of the delivery does not
+    follow the answer): resuming from 2 names the last delivered event."""
+    ev = Evidence(tuple(resumed("2")), (), tuple(got(1, 2, ids=False)))
+    assert resumed_from_delivered(ev).ok
+
+
+def test_every_resumed_attempt_is_judged() -> None:
+    """Two resumes: each names the last delivered event sent before it."""
+    second = attempt(2, 200, [4], arrived=0.5, last_event_id="3", ids=True, end="aborted")
+    third = attempt(3, 200, [5, 6], arrived=0.9, last_event_id="3", ids=True)
+    ev = Evidence((FIRST, second, third), (), tuple(got(1, 2, 3, 4, 5, 6, ids=False)))
+    outcome = resumed_from_delivered(ev)
+    assert not outcome.ok
+    assert outcome.observed == "attempt 3: Last-Event-ID=3"
+    third = replace(third, headers=(("last-event-id", "4"),))
+    assert resumed_from_delivered(replace(ev, attempts=(FIRST, second, third))).ok
+
+
+def test_no_resumed_attempt_fails() -> None:
+    ev = Evidence((FIRST,), (), tuple(got(1, 2, 3, ids=False)))
+    assert resumed_from_delivered(ev).observed == "1 attempt(s)"
