@@ -260,10 +260,10 @@ class LLMServer:
 class LLMSession:
     """The session's fake server and fault proxy (sharing one ledger)."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: FakeServer | None = None) -> None:
         from fake_servers import FakeServer
 
-        self.server = FakeServer()
+        self.server = server if server is not None else FakeServer()  # not started yet
         self.proxy: FaultProxy | None = None
 
     def start(self) -> LLMSession:

@@ -143,14 +143,36 @@ def pytest_report_from_serializable(
 
 
 # -- fixtures for downstream regression tests -----------------------------------------
+# Configured the pytest way (as pytest-httpserver's httpserver_listen_address): a project
+# overrides the small fixture fake_server_options in its conftest.py.
 
 
 @pytest.fixture(scope="session")
-def streamcheck_server_session() -> Iterator[FakeServer]:
-    """One fake server for the whole session; use ``fake_server`` in tests."""
+def fake_server_options() -> dict[str, Any]:
+    """Keyword arguments for the session's ``FakeServer`` (``fake_server``, ``llm_server``).
+
+    None by default. Override it in a ``conftest.py`` to configure the server::
+
+        @pytest.fixture(scope="session")
+        def fake_server_options():
+            return {"max_body_bytes": 1_000_000, "body_timeout": 2.0}
+    """
+    return {}
+
+
+def _server(options: dict[str, Any]) -> FakeServer:
     from fake_servers import FakeServer
 
-    server = FakeServer().start()
+    try:
+        return FakeServer(**options)
+    except TypeError as exc:  # say where the bad keyword came from
+        raise TypeError(f"fake_server_options: {exc}") from None
+
+
+@pytest.fixture(scope="session")
+def streamcheck_server_session(fake_server_options: dict[str, Any]) -> Iterator[FakeServer]:
+    """One fake server for the whole session; use ``fake_server`` in tests."""
+    server = _server(fake_server_options).start()
     try:
         yield server
     finally:
@@ -172,7 +194,12 @@ def fake_server(streamcheck_server_session: FakeServer) -> Iterator[FakeServer]:
 
 @pytest.fixture
 def fault_proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
-    """A TCP fault proxy in front of ``fake_server``, recording into the same ledger."""
+    """A TCP fault proxy in front of ``fake_server``, recording into the same ledger.
+
+    One per test, unlike the server: starting one costs well under a millisecond (as
+    little as clearing a shared one), and a fresh port and thread let nothing a test did
+    to it (stop(), a pooled connection) reach the next test.
+    """
     from fake_servers import FaultProxy
 
     proxy = FaultProxy(fake_server.url, ledger=fake_server.ledger).start()
@@ -183,11 +210,11 @@ def fault_proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
 
 
 @pytest.fixture(scope="session")
-def streamcheck_llm_session() -> Iterator[LLMSession]:
+def streamcheck_llm_session(fake_server_options: dict[str, Any]) -> Iterator[LLMSession]:
     """One fake server and fault proxy for the session; use ``llm_server`` in tests."""
     from pytest_streamcheck._llm import LLMSession
 
-    session = LLMSession().start()
+    session = LLMSession(_server(fake_server_options)).start()
     try:
         yield session
     finally:

@@ -123,6 +123,50 @@ def test_fake_server_and_fault_proxy_work_in_a_users_tests(pytester: pytest.Pyte
     result.assert_outcomes(passed=3)
 
 
+def test_a_conftest_configures_the_fixture_server(pytester: pytest.Pytester) -> None:
+    """Overriding fake_server_options configures the session's server, for fake_server
+    and llm_server alike; a keyword FakeServer does not take is named with the fixture."""
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def fake_server_options():
+            return {"max_body_bytes": 100}
+        """
+    )
+    pytester.makepyfile(
+        test_user="""
+        import httpx
+        from fake_servers import stream
+
+        def test_fake_server(fake_server):
+            fake_server.script("/v1/chat", stream(events=1))
+            response = httpx.post(fake_server.url + "/v1/chat", json={"prompt": "x" * 200})
+            assert response.status_code == 413
+            assert response.json()["error"]["limit"] == 100
+
+        def test_llm_server(llm_server):
+            llm_server.openai.script(stream(events=1))
+            response = httpx.post(llm_server.openai.url, json={"prompt": "x" * 200})
+            assert response.status_code == 413
+        """
+    )
+    pytester.runpytest(*PLAIN).assert_outcomes(passed=2)
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def fake_server_options():
+            return {"max_body_byte": 100}
+        """
+    )
+    result = pytester.runpytest(*PLAIN, "-k", "test_fake_server")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*TypeError: fake_server_options: *max_body_byte*"])
+
+
 def test_the_readme_fixture_example_passes_verbatim(pytester: pytest.Pytester) -> None:
     """The README's downstream example, copied from README.md at test time, passes."""
     pytester.makepyfile(test_readme=_readme_example())
