@@ -107,6 +107,7 @@ class ReferenceAdapter:
                 request.url,
                 method=req.method,
                 headers=dict(req.headers),
+                last_event_id=req.last_event_id,
                 idempotent=req.idempotent,
                 comments=req.comments,
                 **kwargs,  # type: ignore[arg-type]

@@ -101,12 +101,18 @@ class StreamingClient:
         json: Any = None,
         data: Mapping[str, Any] | None = None,
         files: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        last_event_id: str | None = None,
         idempotent: bool | None = None,
         on_state: StateCallback | None = None,
         comments: bool = False,
     ) -> EventStream:
         """A stream of the data events at ``url``; nothing is sent before iteration.
+
+        Every request carries ``Accept: text/event-stream`` and ``Cache-Control`` and
+        ``Pragma: no-cache`` (EventSource's "no-store"); redirects are followed (at most
+        20, as Fetch does) and later attempts go to where they led.
 
         Args:
             url: The endpoint.
@@ -114,7 +120,12 @@ class StreamingClient:
             json: A JSON body.
             data: Form fields (multipart when ``files`` is given).
             files: Multipart files, as httpx takes them.
-            headers: Extra request headers.
+            content: A raw body, sent byte for byte; set its Content-Type in ``headers``.
+                Use only one of ``json``, ``data``/``files`` and ``content``.
+            headers: Extra request headers, sent on every attempt (the caller's value
+                wins over the SSE defaults above, compared case-insensitively).
+            last_event_id: Resume a stream read earlier: the first request carries it
+                as ``Last-Event-ID`` (None or "": no header until the stream sends ids).
             idempotent: May the request run twice? Default: True for GET only.
                 A non-idempotent request is re-sent only if no byte of it was written.
             on_state: Called with this stream's state changes.
@@ -125,7 +136,15 @@ class StreamingClient:
 
         Returns:
             An ``EventStream`` (async iterator and async context manager).
+
+        Raises:
+            ValueError: more than one kind of body, or a ``last_event_id`` that cannot
+                be a header value (CR, LF or NUL in it).
         """
+        if content is not None and (json is not None or data or files):
+            raise ValueError("content= is a whole body: leave json, data and files unset")
+        if last_event_id and any(c in last_event_id for c in "\r\n\0"):
+            raise ValueError(f"last_event_id {last_event_id!r} holds CR, LF or NUL")
         method = method.upper()
         call = _Call(
             method,
@@ -135,6 +154,8 @@ class StreamingClient:
             files,
             headers,
             idempotent=method == "GET" if idempotent is None else idempotent,
+            content=content,
+            last_event_id=last_event_id or "",
         )
         return EventStream(self, call, on_state, comments=comments)
 

@@ -20,11 +20,21 @@ class StreamError(Exception):
     """Base class: the stream ended without its terminal event."""
 
 
+# What an empty-bodied status tells the consumer.
+_MEANINGS = {204: "No Content, the server's sign to stop reconnecting"}
+
+
 class NonRetryableStatus(StreamError):
-    """The server answered with a status the retry matrix never retries (e.g. 401)."""
+    """The server answered with a status the retry matrix never retries (e.g. 401).
+
+    A 204 is one on purpose: it is how a server tells an event-stream client to stop
+    reconnecting (WHATWG HTML §9.2.1). A redirect the client could not follow (a bad
+    Location, a loop) ends here too, ``body`` saying why.
+    """
 
     def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}: {body[:200]}")
+        text = body[:200] or _MEANINGS.get(status, "")
+        super().__init__(f"HTTP {status}: {text}")
         self.status = status
         self.body = body
 

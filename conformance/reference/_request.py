@@ -1,4 +1,5 @@
-"""One call's request, encoded once, and the httpx helpers around its exchange."""
+"""One call's request, encoded once, the redirects it may meet, and the httpx helpers
+around its exchange."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 
 __all__ = [
+    "MAX_REDIRECTS",
     "_DRAIN_SECONDS",
     "_Call",
     "_Prepared",
@@ -20,11 +22,27 @@ __all__ = [
     "_error_text",
     "_is_event_stream",
     "_prepare_request",
+    "_redirect_location",
+    "_redirected",
     "_ssl_context",
 ]
 
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error response kept for NonRetryableStatus
 _DRAIN_SECONDS = 0.5  # after the terminal event, how long the rest of the body may take
+# WHATWG Fetch §4.4 HTTP-redirect fetch: "If request's redirect count is 20, then return
+# a network error": one request and 20 redirects at most.
+MAX_REDIRECTS = 20
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Fetch's request-body-header names, dropped with the body when a redirect turns the
+# request into a GET; the framing headers go too, since httpx keeps any it is given.
+_BODY_HEADERS = (
+    "content-encoding",
+    "content-language",
+    "content-location",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,8 @@ class _Call:
     files: Mapping[str, Any] | None
     headers: Mapping[str, str] | None
     idempotent: bool
+    content: bytes | None = None  # a raw body, sent as is
+    last_event_id: str = ""  # the caller's resume point for the first request
 
 
 @dataclass(frozen=True)
@@ -52,15 +72,69 @@ class _Prepared:
 
 async def _prepare_request(http: httpx.AsyncClient, call: _Call) -> _Prepared:
     """Builds the call's request with the SSE headers and encodes its body once."""
-    headers = httpx.Headers({"accept": "text/event-stream", "cache-control": "no-store"})
+    # EventSource's request: Accept (HTML §9.2.2) and cache mode "no-store", which Fetch's
+    # HTTP-network-or-cache fetch sends as these two no-cache headers.
+    headers = httpx.Headers(
+        {"accept": "text/event-stream", "cache-control": "no-cache", "pragma": "no-cache"}
+    )
     headers.update(call.headers or {})  # case-insensitive: the caller's win
     request = http.build_request(
-        call.method, call.url, json=call.json, data=call.data, files=call.files, headers=headers
+        call.method,
+        call.url,
+        content=call.content,
+        json=call.json,
+        data=call.data,
+        files=call.files,
+        headers=headers,
     )
     # Encoded once: a multipart boundary is random and a file object reads only
     # once, so this is how every retry sends byte-identical bodies.
     body = await request.aread()
     return _Prepared(request.method, request.url, request.headers, body)
+
+
+def _redirect_location(status: int, headers: httpx.Headers) -> str | None:
+    """The Location a redirect response leads to; None when there is none to follow.
+
+    A redirect without a Location is the response itself (Fetch §4.4: a null location
+    URL returns it), so the caller fails on its status. An empty Location counts as
+    none, as in Chromium: resolved per Fetch it names the request's own URL, a loop.
+    """
+    if status not in _REDIRECT_STATUSES:
+        return None
+    return next((value for value in headers.get_list("location") if value.strip()), None)
+
+
+def _redirected(prepared: _Prepared, status: int, location: str) -> _Prepared:
+    """The request a redirect leads to, per Fetch §4.4 HTTP-redirect fetch.
+
+    301 and 302 turn a POST, and 303 anything but GET or HEAD, into a GET without a
+    body; 307 and 308 keep the method and the very same body bytes. Authorization
+    does not follow to another origin.
+
+    Raises:
+        ValueError: the Location is not an http(s) URL (Fetch: a network error).
+    """
+    try:
+        url = prepared.url.join(location)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"invalid Location {location!r}: {exc}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(f"Location {location!r} is not an http(s) URL")
+    method, body, headers = prepared.method, prepared.body, prepared.headers.copy()
+    headers.pop("host", None)  # httpx sets the new one
+    to_get = status in (301, 302) and method == "POST"
+    if to_get or (status == 303 and method not in ("GET", "HEAD")):
+        method, body = "GET", b""
+        for name in _BODY_HEADERS:
+            headers.pop(name, None)
+    if _origin(url) != _origin(prepared.url):
+        headers.pop("authorization", None)
+    return _Prepared(method, url, headers, body)
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 
 
 @functools.cache

@@ -31,12 +31,15 @@ from conformance.reference._errors import (
 from conformance.reference._policy import Failure, FailureKind, GiveUp, Retry, RetryState, Surface
 from conformance.reference._request import (
     _DRAIN_SECONDS,
+    MAX_REDIRECTS,
     _Call,
     _drain,
     _error_text,
     _is_event_stream,
     _prepare_request,
     _Prepared,
+    _redirect_location,
+    _redirected,
 )
 from conformance.reference._sse import SSEComment, SSEEvent
 from conformance.reference._states import State, StateChange
@@ -84,7 +87,10 @@ class EventStream:
         self._closing: asyncio.Future[None] | None = None
         self._draining = False
         self.attempts = 0  # every attempt this stream made (never reset)
-        self.last_event_id = ""  # the id of the last event delivered, "" while none had one
+        # The last event ID string (HTML §9.2.6): the caller's, then the id in force at the
+        # last delivered event, "" when none was set or an empty ``id:`` reset it.
+        self.last_event_id = call.last_event_id
+        self._target: _Prepared | None = None  # the request after redirects (see _send)
 
     @property
     def state(self) -> State:
@@ -193,14 +199,14 @@ class EventStream:
             self._client._streams.discard(self)
 
     async def _loop(self) -> None:
-        prepared = await self._prepare()
+        self._target = await self._prepare()
         retry = self._retry
         while True:
             await self._while_offline()
             probe = await self._admission()
             retry.on_attempt()
             self.attempts += 1
-            failure, att = await self._attempt_once(prepared, probe)
+            failure, att = await self._attempt_once(self._target, probe)
             if failure is None:
                 return
             decision = retry.decide(
@@ -301,30 +307,71 @@ class EventStream:
             if name.endswith("send_request_headers.started"):
                 att.request_sent = True
 
-        headers = prepared.headers.copy()
-        if self.last_event_id:
-            headers["last-event-id"] = self.last_event_id
         policy = self._client.policy
         timeout = httpx.Timeout(None, connect=policy.connect_timeout, pool=policy.connect_timeout)
-        request = httpx.Request(
-            prepared.method,
-            prepared.url,
-            headers=headers,
-            content=prepared.body,
-            extensions={"timeout": timeout.as_dict(), "trace": trace},
-        )
-        response = await self._client._http.send(request, stream=True)
+        extensions = {"timeout": timeout.as_dict(), "trace": trace}
+        response, problem = await self._send(prepared, extensions)
         try:
             if policy.idle_rule == "bytes":
                 self._touch(att)
             if response.status_code != 200 or not _is_event_stream(response):
-                att.body = await _error_text(response)
+                att.body = problem or await _error_text(response)
                 headers_seen = {k.lower(): v for k, v in response.headers.items()}
                 return self._failure("status", response.status_code, headers_seen)
             return await self._read(response, att)
         finally:
             self._settle(att)
             await response.aclose()
+
+    async def _send(
+        self, prepared: _Prepared, extensions: dict[str, Any]
+    ) -> tuple[httpx.Response, str]:
+        """Sends the request, following redirects as Fetch's "follow" mode does.
+
+        Our own loop, not httpx's ``follow_redirects``: it keeps the final request for
+        later attempts, ignores an empty Location and fails on a bad one (httpx would
+        loop on the first and raise a transport error, which is retried, on the second).
+        Retries and resumes go to the final request: HTML §9.2.3 reconnects with "the
+        EventSource object's request", whose URL list, method and body the redirects
+        changed (Fetch §4.4).
+
+        A redirect that cannot be followed fails the attempt on its 3xx status, which the
+        retry matrix does not retry: the same request meets the same redirect, and HTML
+        §9.2.3 lets a client fail the connection when reconnecting "is known to be futile".
+
+        Returns:
+            The final response, and why it is a redirect that cannot be followed ("" when
+            it is not one): a bad Location, or one more redirect than ``MAX_REDIRECTS``.
+        """
+        for hop in range(MAX_REDIRECTS + 1):
+            response = await self._client._http.send(
+                self._request(prepared, extensions), stream=True
+            )
+            status = response.status_code
+            location = _redirect_location(status, response.headers)
+            if location is None:
+                return response, ""
+            if hop == MAX_REDIRECTS:
+                return response, f"more than {MAX_REDIRECTS} redirects"
+            try:
+                prepared = _redirected(prepared, status, location)
+            except ValueError as exc:
+                return response, str(exc)
+            await response.aclose()
+            self._target = prepared
+        raise AssertionError("unreachable: the last hop returns")
+
+    def _request(self, prepared: _Prepared, extensions: dict[str, Any]) -> httpx.Request:
+        headers = prepared.headers.copy()
+        if self.last_event_id:  # HTML §9.2.3: only a non-empty last event ID is sent
+            headers["last-event-id"] = self.last_event_id
+        return httpx.Request(
+            prepared.method,
+            prepared.url,
+            headers=headers,
+            content=prepared.body,
+            extensions=extensions,
+        )
 
     async def _read(self, response: httpx.Response, att: _Attempt) -> Failure | None:
         decoder = self._client.decoder_class()
@@ -393,9 +440,10 @@ class EventStream:
             self._retry.on_chunk()
             self._resolve(att, success=True)
             self._set_state(State.COMMITTED)
-        last_id = events[-1].id
-        if last_id:
-            self.last_event_id = last_id
+        # Even "": an empty ``id:`` resets it, as does an event without an id on a new
+        # connection (each starts its buffer empty, HTML §9.2.6): resuming from an older
+        # id would have the server repeat the events delivered since.
+        self.last_event_id = events[-1].id
         self._buffer.push(events)
 
     def _complete(self, att: _Attempt) -> None:

@@ -29,7 +29,13 @@ class SyncStreamingClient:
         self.client = self._call(create())
 
     def stream(self, url: str, **options: Any) -> Iterator[SSEEvent]:
-        """Like ``StreamingClient.stream``; closing the iterator closes the stream."""
+        """Like ``StreamingClient.stream``; closing the iterator closes the stream.
+
+        ``options`` are ``StreamingClient.stream``'s: ``method``, a body (``json``,
+        ``data``/``files`` or raw ``content`` bytes), ``headers`` sent on every
+        attempt, ``last_event_id`` to resume a stream read earlier, ``idempotent``
+        and ``on_state`` (called on the client's loop thread).
+        """
         events = self.client.stream(url, **options)
         try:
             while batch := self._call(_next_batch(events)):
