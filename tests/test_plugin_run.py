@@ -199,7 +199,7 @@ def test_a_must_failure_fails_the_run_and_explains_itself(pytester: pytest.Pytes
             "source:      seeds/000 *",
             "profile:     seed-pipeline@1 at test timing",
             "expected:    exactly 1 request for a 401: it is never retried",
-            "observed:    3 requests",
+            "observed:    3 requests; s1 ended: error gave_up status=401 (*)",
             "timeline (ms since the case started):",
             "* ms  attempt 1: GET /v1/stream -> 401",
             "* ms  attempt 2: GET /v1/stream -> 401",
@@ -237,7 +237,7 @@ def test_a_should_miss_is_non_strict(pytester: pytest.Pytester) -> None:
         [
             "NON-STRICT (a SHOULD missed; fails only with --streamcheck-strict):",
             "  SC-RETRY-37 A 401 reaches the consumer with the server's message: "
-            "detail was 'request failed'",
+            "detail was 'request failed'; s1 ended: error non_retryable_status status=401*",
         ]
     )
 
@@ -255,7 +255,7 @@ def test_strict_fails_a_should_miss(pytester: pytest.Pytester, where: str) -> No
     result.stdout.fnmatch_lines(
         [
             "SC-RETRY-37 [[]SHOULD[]] * ->  NON-STRICT",
-            "observed:    detail was 'request failed'",
+            "observed:    detail was 'request failed'; s1 ended: *",
         ]
     )
 
