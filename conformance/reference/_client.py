@@ -58,6 +58,8 @@ class StreamingClient:
 
     # Each attempt's event-stream decoder; a seam for subclasses (the kit's zoo swaps it).
     decoder_class: type[SSEDecoder] = SSEDecoder
+    # The streams' class, a seam of the same kind.
+    stream_class: type[EventStream] = EventStream
 
     def __init__(
         self,
@@ -157,7 +159,7 @@ class StreamingClient:
             content=content,
             last_event_id=last_event_id or "",
         )
-        return EventStream(self, call, on_state, comments=comments)
+        return self.stream_class(self, call, on_state, comments=comments)
 
     @property
     def is_offline(self) -> bool:
