@@ -25,9 +25,9 @@ from _load import Load, stop_signals
 
 from conformance._case import get_case
 from conformance._profiles import get_profile
+from conformance._runner import SuiteRunner
 from conformance._timing import wait_between
 from pytest_streamcheck._reference import ReferenceAdapter
-from pytest_streamcheck._runner import SuiteRunner
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10")
 

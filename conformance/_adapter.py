@@ -2,7 +2,9 @@
 
 An adapter starts streams, hands over what the client delivers to its consumer
 (through a ``StreamSink``), passes on offline/online signals, and closes. The
-runner owns timestamps: a sink stamps every delivery on the kit's clock.
+runner owns timestamps: a sink stamps every delivery on the kit's clock. It lives
+next to the runner, which needs no pytest; ``conformance`` and ``pytest_streamcheck``
+both re-export it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Play a case through an adapter and turn the evidence into a verdict.
+"""Play a case through an adapter and turn the evidence into a verdict; no pytest.
+
+``run_suite`` runs the catalog (or a selection) against an adapter factory from a plain
+script or any test runner, as ``trio.testing.check_one_way_stream`` runs against a
+stream factory; the pytest plugin is a shell over ``SuiteRunner``, one item per case.
 
 The adapter lives on a private event loop in its own thread, so a client that
 blocks its loop cannot hang the suite: the calling thread waits with a hard time
@@ -13,25 +17,35 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fnmatch
 import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict
+from conformance._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
+from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict, all_cases
 from conformance._checks import name_endings
 from conformance._evidence import DeliveryLog, Evidence
-from conformance._profiles import Profile, Timing
+from conformance._profiles import Profile, Timing, get_profile
 from conformance._timing import Noise
 from conformance.reference._config import ClientPolicy
 from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
 from fake_servers._noise import LagProbe
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
 
-__all__ = ["CaseResult", "HarnessError", "LoopBlocked", "Rejudged", "SuiteRunner"]
+__all__ = [
+    "DEFAULT_PROFILES",
+    "CaseResult",
+    "HarnessError",
+    "LoopBlocked",
+    "Rejudged",
+    "SuiteRunner",
+    "run_suite",
+    "select_cases",
+]
 
 T = TypeVar("T")
 POLL = 0.002  # seconds between looks at the ledger and deliveries while waiting
@@ -56,6 +70,9 @@ BLOCKED = (
 # that cannot be configured is re-judged once at its own scale.
 REJUDGE_FACTORS = (4.0, 12.0)
 REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all
+# GET cases run under the first profile covering GET, POST cases the first covering POST.
+# The plugin's --streamcheck-profile default says the same (a kit test holds them equal).
+DEFAULT_PROFILES = ("seed-eventsource", "seed-fetch")
 
 
 class HarnessError(Exception):
@@ -654,3 +671,54 @@ def _verdict(case: Case, outcome: Outcome) -> Verdict:
     if outcome.ok:
         return Verdict.PASS
     return Verdict.FAIL if case.level.value == "MUST" else Verdict.NON_STRICT
+
+
+def run_suite(
+    adapter_factory: Callable[[], ClientAdapter],
+    *,
+    profile: str | Profile | Sequence[str | Profile] = DEFAULT_PROFILES,
+    select: Iterable[str] | None = None,
+    timing: Timing | None = None,
+    seed: int = 0,
+    case_timeout: float = 60.0,
+) -> tuple[CaseResult, ...]:
+    """Run conformance cases against a client, without pytest.
+
+    Args:
+        adapter_factory: Makes the adapter (called again after an adapter breaks).
+        profile: The profile(s) the client claims, by name (``name@version``) or value.
+        select: Case ids or globs (``"SC-RETRY-*"``); None runs the whole catalog.
+        timing: ``"test"`` or ``"real"``; None: test timing for configurable clients.
+        seed: Reproduces a run.
+        case_timeout: Hard time limit per case, in seconds.
+
+    Returns:
+        One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,
+        NON-STRICT, UNSUPPORTED, ERROR or INCONCLUSIVE, as in the plugin.
+
+    Raises:
+        ValueError: An id or glob matches no case.
+        HarnessError: The client could not be started.
+    """
+    names = [profile] if isinstance(profile, str | Profile) else list(profile)
+    profiles = [p if isinstance(p, Profile) else get_profile(p) for p in names]
+    cases = select_cases(select)
+    runner = SuiteRunner(
+        adapter_factory, profiles, timing=timing, seed=seed, case_timeout=case_timeout
+    ).start()
+    try:
+        return tuple(runner.run(case) for case in cases)
+    finally:
+        runner.close()
+
+
+def select_cases(select: Iterable[str] | None = None) -> tuple[Case, ...]:
+    """The catalog's cases whose id matches one of ``select`` (ids or globs), in order."""
+    cases = all_cases()
+    if select is None:
+        return cases
+    patterns = [select] if isinstance(select, str) else list(select)
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(c.id, p) for c in cases)]
+    if unmatched:
+        raise ValueError(f"no case in the catalog matches {', '.join(map(repr, unmatched))}")
+    return tuple(c for c in cases if any(fnmatch.fnmatchcase(c.id, p) for p in patterns))

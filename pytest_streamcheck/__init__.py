@@ -1,7 +1,9 @@
 """pytest-streamcheck: the conformance kit for resilient LLM streaming clients.
 
 The public names for adapter authors are re-exported here and resolved on first
-use, so that loading the plugin costs nothing in a run that does not use it.
+use, so that loading the plugin costs nothing in a run that does not use it. The
+adapter contract and the runner live in ``conformance`` (``conformance.run_suite``
+runs the catalog without pytest); the plugin is a shell over them.
 """
 
 from __future__ import annotations
@@ -11,23 +13,23 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "AdapterInfo": "_adapter",
-    "AdapterRequest": "_adapter",
-    "ClientAdapter": "_adapter",
-    "StreamCancelled": "_adapter",
-    "StreamSink": "_adapter",
-    "SyncClientAdapter": "_adapter",
-    "CaseResult": "_runner",
-    "HarnessError": "_runner",
-    "SuiteRunner": "_runner",
-    "ExecAdapter": "_exec",
-    "ReferenceAdapter": "_reference",
-    "LLMServer": "_llm",
+_EXPORTS = {  # name -> the module that defines it
+    "AdapterInfo": "conformance._adapter",
+    "AdapterRequest": "conformance._adapter",
+    "ClientAdapter": "conformance._adapter",
+    "StreamCancelled": "conformance._adapter",
+    "StreamSink": "conformance._adapter",
+    "SyncClientAdapter": "conformance._adapter",
+    "CaseResult": "conformance._runner",
+    "HarnessError": "conformance._runner",
+    "SuiteRunner": "conformance._runner",
+    "ExecAdapter": "pytest_streamcheck._exec",
+    "ReferenceAdapter": "pytest_streamcheck._reference",
+    "LLMServer": "pytest_streamcheck._llm",
 }
 
 if TYPE_CHECKING:
-    from pytest_streamcheck._adapter import (
+    from conformance._adapter import (
         AdapterInfo,
         AdapterRequest,
         ClientAdapter,
@@ -35,10 +37,10 @@ if TYPE_CHECKING:
         StreamSink,
         SyncClientAdapter,
     )
+    from conformance._runner import CaseResult, HarnessError, SuiteRunner
     from pytest_streamcheck._exec import ExecAdapter
     from pytest_streamcheck._llm import LLMServer
     from pytest_streamcheck._reference import ReferenceAdapter
-    from pytest_streamcheck._runner import CaseResult, HarnessError, SuiteRunner
 
 __all__ = [
     "AdapterInfo",
@@ -61,6 +63,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_streamcheck' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"pytest_streamcheck.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

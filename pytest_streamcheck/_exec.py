@@ -30,9 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, cast
 
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
+from conformance._runner import HarnessError
 from conformance.reference._config import ClientPolicy
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
 from pytest_streamcheck._exec_protocol import (
     PROTOCOL_VERSION,
     REPLIES,
@@ -44,7 +45,6 @@ from pytest_streamcheck._exec_protocol import (
     parse_hello,
     stream_command,
 )
-from pytest_streamcheck._runner import HarnessError
 
 __all__ = [
     "PROTOCOL_VERSION",

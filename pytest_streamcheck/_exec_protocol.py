@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, cast, get_args
 
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
 from conformance._evidence import ERROR_KINDS, ErrorKind
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 
 __all__ = [
     "PROTOCOL_VERSION",

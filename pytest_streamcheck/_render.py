@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_streamcheck._runner import CaseResult
+from conformance._runner import CaseResult
 
 __all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
 

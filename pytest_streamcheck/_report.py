@@ -25,7 +25,7 @@ from pytest_streamcheck._llm import VERDICT_ROW_KEY
 from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
 
 if TYPE_CHECKING:
-    from pytest_streamcheck._runner import CaseResult
+    from conformance._runner import CaseResult
     from pytest_streamcheck._session import StreamcheckSession
 
 __all__ = [

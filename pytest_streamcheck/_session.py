@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 
 from conformance._case import all_cases
+from conformance._runner import CaseResult, HarnessError, SuiteRunner
 from pytest_streamcheck._known import KnownFailures, parse_known_failures
-from pytest_streamcheck._runner import CaseResult, HarnessError, SuiteRunner
 from pytest_streamcheck._settings import Settings
 from pytest_streamcheck._targets import load_target
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from pytest_streamcheck._adapter import ClientAdapter
+from conformance._adapter import ClientAdapter
 
 __all__ = ["ENTRY_POINT_GROUP", "TargetError", "describe_targets", "load_target"]
 

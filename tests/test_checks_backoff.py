@@ -17,6 +17,7 @@ from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 
 from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._profiles import get_profile
+from conformance._runner import REJUDGE_FACTORS
 from conformance._timing import (
     PATH_FLOOR,
     UNMEASURED_SLACK,
@@ -40,7 +41,6 @@ from conformance.cases.backoff import (
 )
 from conformance.reference._config import BackoffConfig, ClientPolicy
 from fake_servers import Attempt, Connection, SentEvent
-from pytest_streamcheck._runner import REJUDGE_FACTORS
 
 EVENTSOURCE = get_profile("seed-eventsource").at("test")
 FETCH = get_profile("seed-fetch").at("test")

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
+from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
+from conformance._runner import HarnessError
 from conformance.reference._config import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._server import FakeServer
-from pytest_streamcheck._adapter import AdapterRequest, StreamSink
 from pytest_streamcheck._exec import (
     ExecAdapter,
     ProtocolError,
@@ -33,7 +34,6 @@ from pytest_streamcheck._exec import (
     stream_command,
 )
 from pytest_streamcheck._exec_protocol import deliver
-from pytest_streamcheck._runner import HarnessError
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 NODE_CLIENT = Path(__file__).parent.parent / "examples" / "node-client" / "client.mjs"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, prepare
 
-import pytest_streamcheck._runner as runner_module
+import conformance._runner as runner_module
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 HELLO = 10.0  # the exec adapter's hello timeout, which the runner does not change

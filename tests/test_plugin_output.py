@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, prepare
 
+from conformance._runner import SuiteRunner
 from pytest_streamcheck._items import ERROR_HEAD
 from pytest_streamcheck._render import cap
-from pytest_streamcheck._runner import SuiteRunner
 from pytest_streamcheck._settings import OPTIONS
 
 TESTS = Path(__file__).parent

@@ -9,9 +9,9 @@ import time
 
 import httpx
 
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import Capability
 from conformance.reference._config import ClientPolicy
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 
 __all__ = ["RELEASE", "blocks_loop", "mute", "never_returns", "sleeps_in_stream"]
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import httpx
 
+from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import StreamingClient
 from conformance.reference._sse import SSEDecoder, SSEEvent
-from pytest_streamcheck._adapter import AdapterRequest, StreamSink
 from zoo import Expectation, Mutant
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_streamcheck._adapter import AdapterRequest, StreamSink
+from conformance._adapter import AdapterRequest, StreamSink
 from pytest_streamcheck._reference import ReferenceAdapter
 from zoo import Expectation, Mutant, _matrix, _policy_mutant, _Sink
 

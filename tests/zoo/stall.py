@@ -7,9 +7,9 @@ import random
 from dataclasses import replace
 from typing import Any
 
+from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import StreamingClient
 from conformance.reference._client import EventStream
-from pytest_streamcheck._adapter import AdapterRequest, StreamSink
 from pytest_streamcheck._reference import ReferenceAdapter
 from zoo import Expectation, Mutant, _policy_mutant, _Sink
 

@@ -1,0 +1,92 @@
+"""conformance.run_suite: the catalog against an adapter factory, with no pytest at all."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance import DEFAULT_PROFILES, all_cases, select_cases
+from pytest_streamcheck._settings import DEFAULT_PROFILES as PLUGIN_DEFAULT
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import sys
+
+from conformance import Verdict, run_suite
+from pytest_streamcheck import ReferenceAdapter
+
+cases = ["SC-RETRY-1", "SC-RETRY-3"]
+results = run_suite(ReferenceAdapter, profile="seed-eventsource", select=cases)
+assert [(r.case.id, r.verdict) for r in results] == [
+    ("SC-RETRY-1", Verdict.PASS),
+    ("SC-RETRY-3", Verdict.PASS),
+], [(r.case.id, r.verdict, r.reason) for r in results]
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pytest", "_pytest", "pluggy"})
+assert not loaded, f"the runner imported {loaded}"
+print("ran", len(results))
+"""
+
+
+def test_a_plain_script_runs_cases_without_importing_pytest() -> None:
+    """A plain python process runs two cases against the reference client; pytest, its
+    internals and pluggy are never imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCRIPT)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ran 2"
+
+
+def test_the_docs_example_runs_as_a_script() -> None:
+    """The example in docs/adapters.md, with the reference client and one case, exits 0."""
+    text = (ROOT / "docs" / "adapters.md").read_text(encoding="utf-8")
+    section = text.split("## Without pytest", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    for old, new in (
+        (
+            "from mypackage.streamcheck_adapter import MyAdapter",
+            "from pytest_streamcheck import ReferenceAdapter as MyAdapter",
+        ),
+        ('["SC-RETRY-*", "SC-SSE-1"]', '["SC-SSE-1"]'),  # one case is enough here
+    ):
+        assert old in code
+        code = code.replace(old, new)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("SC-SSE-1 PASS")
+
+
+def test_select_takes_ids_and_globs_in_catalog_order() -> None:
+    """Ids and globs pick cases in catalog order; None is the whole catalog."""
+    picked = [c.id for c in select_cases(["SC-RETRY-3", "SC-RETRY-1?"])]
+    assert picked == ["SC-RETRY-3", *(f"SC-RETRY-1{n}" for n in range(10))]
+    assert [c.id for c in select_cases("SC-RETRY-1")] == ["SC-RETRY-1"]
+    assert select_cases(None) == all_cases()
+
+
+def test_an_id_or_glob_matching_no_case_is_refused() -> None:
+    """A typo is an error naming it, not an empty green run."""
+    with pytest.raises(ValueError, match="'SC-RETRY-999'"):
+        select_cases(["SC-RETRY-1", "SC-RETRY-999"])
+
+
+def test_the_plugin_default_profiles_are_the_runners() -> None:
+    """--streamcheck-profile's default (kept as text so pytest's --help loads no kit) agrees."""
+    assert tuple(PLUGIN_DEFAULT.split(",")) == DEFAULT_PROFILES
