@@ -34,6 +34,7 @@ _EXPORTS = {
     "Endpoint": "_script",
     "Framing": "_script",
     "Gap": "_script",
+    "Raw": "_script",  # SSE field cases (issue 10)
     "Respond": "_script",
     "Scenario": "_script",
     "Stall": "_script",
@@ -44,6 +45,7 @@ _EXPORTS = {
     "Ledger": "_ledger",
     "LedgerTimeout": "_ledger",
     "SentEvent": "_ledger",
+    "raw": "_builders",  # SSE field cases (issue 10)
     "respond": "_builders",
     "stream": "_builders",
     "stall": "_builders",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         endpoint,
         exponential,
         fixed,
+        raw,
         respond,
         scenario,
         stall,
@@ -100,6 +103,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     from fake_servers._script import Endpoint as Endpoint
     from fake_servers._script import Framing as Framing
     from fake_servers._script import Gap as Gap
+    from fake_servers._script import Raw as Raw
     from fake_servers._script import Respond as Respond
     from fake_servers._script import Scenario as Scenario
     from fake_servers._script import Stall as Stall
@@ -141,6 +145,7 @@ __all__ = [
     "outage",
     "parse_scenario",
     "rate_limited",
+    "raw",
     "register_format",
     "reply",
     "respond",

@@ -55,7 +55,8 @@ def reference_parse(stream: bytes) -> tuple[list[SSEEvent], str, int | None]:
             if "\x00" not in value:
                 id_buffer = value
         elif name == "retry" and value and all(c in "0123456789" for c in value):
-            retry = int(value)
+            digits = value.lstrip("0") or "0"  # past 18 digits the decoder saturates
+            retry = int(digits) if len(digits) <= 18 else 10**18 - 1
     return events, last_id, retry
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
+from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 from pytest_streamcheck._reference import ReferenceAdapter
 
 PolicyChange = Callable[[ClientPolicy], ClientPolicy]
@@ -38,6 +38,9 @@ class _Sink(StreamSink):
 
     def chunk(self, data: str, *, id: str | None = None, event: str | None = None) -> None:
         self._mutant.on_chunk(self, data, id, event)
+
+    def comment(self, text: str) -> None:
+        self._inner.comment(text)
 
     def state(self, state: str, *, delay: float | None = None, detail: str = "") -> None:
         self._mutant.on_state(self, state)
