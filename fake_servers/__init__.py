@@ -3,7 +3,7 @@
 The public layer, ``__all__``, is what a test writes and reads, in five groups:
 
 - writing a script: the builders ``respond``, ``stream``, ``stall``, ``drip``,
-  ``truncate``, ``abort`` (one step, field by field, as a scenario file spells it), the
+  ``truncate``, ``abort``, ``raw`` (one step, field by field, as a file spells it), the
   gaps ``fixed``, ``uniform``, ``exponential``, and ``endpoint``, ``scenario``; and the
   failure shorthands ``reply``, ``rate_limited``, ``outage``, ``drop_after``,
   ``stall_after``, ``truncate_after``, ``error_after`` (one call per failure, in the
@@ -15,11 +15,12 @@ The public layer, ``__all__``, is what a test writes and reads, in five groups:
 
 Decision (issue 13): the builders, not the frozen dataclasses they return, are the
 public way to write a script: they take a scenario file's keys and shapes, so a script
-has one spelling in Python and in files, and the docs show only them. The dataclasses (``Respond``, ``Stream``, ``Stall``,
-``Gap``, ``Framing``, ``Endpoint``, ``Scenario``, ``Step``, ``Ending``) stay importable
-from here, for annotations, ``isinstance`` and hand-built steps, but are not advertised:
-they are not in ``__all__`` (so not in ``import *``). Every name resolves on first use,
-so importing the package stays cheap; the implementation lives in private modules.
+has one spelling in Python and in files, and the docs show only them. The dataclasses
+(``Respond``, ``Stream``, ``Raw``, ``Stall``, ``Gap``, ``Framing``, ``Endpoint``,
+``Scenario``, ``Step``, ``Ending``) stay importable from here, for annotations, ``isinstance`` and
+hand-built steps, but are not advertised: they are not in ``__all__`` (so not in
+``import *``). Every name resolves on first use, so importing the package stays cheap;
+the implementation lives in private modules.
 """
 
 from __future__ import annotations
