@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 from pytest_streamcheck._reference import ReferenceAdapter
 
 PolicyChange = Callable[[ClientPolicy], ClientPolicy]
