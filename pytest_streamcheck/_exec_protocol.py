@@ -56,6 +56,7 @@ def stream_command(request: AdapterRequest) -> dict[str, Any]:
         "cancel_after": req.cancel_after,
         "client": req.client,
         "comments": req.comments,
+        "last_event_id": req.last_event_id,
     }
 
 

@@ -128,9 +128,12 @@ def test_stream_command_maps_json_and_multipart_bodies() -> None:
         "cancel_after": 3,
         "client": "default",
         "comments": False,
+        "last_event_id": None,
     }
     asked = StreamRequest("/x", comments=True)
     assert stream_command(AdapterRequest("http://h/x", asked))["comments"] is True
+    resumed = StreamRequest("/x", last_event_id="41")
+    assert stream_command(AdapterRequest("http://h/x", resumed))["last_event_id"] == "41"
 
 
 def test_a_comment_event_reaches_the_sink_and_needs_its_text() -> None:

@@ -29,7 +29,12 @@ export function parseStream(cmd) {
   }
   const client = cmd.client ?? 'default';
   if (typeof client !== 'string') return { problem: `"client" must be a string, got ${JSON.stringify(client)}` };
-  return { spec: { id: String(cmd.stream), url: cmd.url, method, headers, body, idempotent, cancelAfter, client } };
+  const lastEventId = cmd.last_event_id ?? '';
+  if (typeof lastEventId !== 'string' || /[\r\n\0]/.test(lastEventId)) {
+    return { problem: 'last_event_id must be null or a string without CR, LF or NUL' };
+  }
+  const spec = { id: String(cmd.stream), url: cmd.url, method, headers, body, idempotent, cancelAfter, client };
+  return { spec: { ...spec, lastEventId } };
 }
 
 function isString(v) {

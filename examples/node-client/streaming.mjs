@@ -128,7 +128,7 @@ class Call {
     this.attemptController = null;
     this.attemptsMade = 0;
     this.delivered = 0;
-    this.lastEventId = '';
+    this.lastEventId = spec.lastEventId ?? ''; // the caller's resume point, if any
     this.lastDeliveredId = null;
     this.ended = false;
     this.silent = false;
@@ -293,12 +293,16 @@ class Call {
   }
 
   requestInit(signal) {
-    const headers = { accept: 'text/event-stream', ...this.spec.headers };
+    // EventSource's request: Accept, and cache mode "no-store" as Fetch sends it.
+    const sse = { accept: 'text/event-stream', 'cache-control': 'no-cache', pragma: 'no-cache' };
+    const headers = { ...sse, ...this.spec.headers };
     if (this.body) {
       const overridden = Object.keys(this.spec.headers).some((k) => k.toLowerCase() === 'content-type');
       if (!overridden || this.body.contentType.startsWith('multipart/')) headers['content-type'] = this.body.contentType;
     }
-    if (this.resumable) headers['last-event-id'] = this.lastEventId;
+    // Whenever there is one: the caller's on the first request, the stream's later (a
+    // stream that cannot resume never reconnects once ids have arrived).
+    if (this.lastEventId !== '') headers['last-event-id'] = this.lastEventId;
     const init = { method: this.spec.method, headers, signal, dispatcher: this.client.dispatcher };
     if (this.body) init.body = this.body.bytes;
     return init;

@@ -68,6 +68,7 @@ class Client:
             command["url"],
             method=command["method"],
             headers=command.get("headers") or {},
+            last_event_id=command.get("last_event_id"),
             idempotent=command.get("idempotent"),
             on_state=state,
             comments=bool(command.get("comments")),
