@@ -276,7 +276,7 @@ def test_raw_step_pauses_between_pieces_and_can_abort(fake_server, raw_connect):
     assert (payload, terminated) == (b"data: a\n\ndata: b\n\ndata: c", False)
     attempt = finished(fake_server)
     assert attempt.end == "aborted"
-    assert attempt.ended_at - attempt.first_byte_at >= 2 * 0.05
+    assert attempt.ended_at - attempt.first_byte_at >= 2 * 0.05 - 0.005  # clock granularity
 
 
 def test_raw_step_carries_a_5_mib_event(fake_server):
