@@ -1,23 +1,48 @@
-"""What most cases share: the endpoint, the request per transport, time budgets."""
+"""What most cases share: the row a case module writes, the endpoint, the request per
+transport, time budgets.
+
+Every case module writes its requirements the same way: one ``Row`` each, filled by
+field name, registered with the ids of its cases written out where the row is made::
+
+    register_row(Row(title=..., requirement=..., source=..., play=..., check=...),
+                 get_id="SC-AREA-1", post_id="SC-AREA-2")
+
+so ``grep SC-AREA-1 conformance/`` finds the case's definition.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from conformance._case import CaseContext, JsonBody, Play, StreamRequest
+from conformance._case import (
+    Capability,
+    Case,
+    CaseContext,
+    Check,
+    JsonBody,
+    Level,
+    Play,
+    StreamRequest,
+    register,
+)
 from conformance.reference._config import ClientPolicy
 from fake_servers import Fault, Step, Stream
 
 __all__ = [
     "PATH",
     "REFUSED_WINDOW",
+    "RESUME",
+    "Applies",
+    "Row",
     "Transport",
     "one_stream",
     "refused_applies",
     "refused_then_online",
+    "register_row",
     "request_for",
+    "resume_applies",
     "retry_budget",
     "retrying_or_ended",
     "settle_time",
@@ -25,6 +50,62 @@ __all__ = [
 
 PATH = "/v1/stream"
 Transport = Literal["get", "post"]
+Applies = Callable[[ClientPolicy, str], str | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One requirement as its cases share it: a ``Case`` without its id and transport.
+
+    ``needs`` lists the capabilities beyond the transport's own (``register_row`` adds
+    that); ``applies`` None: the row applies to every policy. The other fields are the
+    ``Case``'s of the same name.
+    """
+
+    title: str
+    requirement: str
+    source: str
+    play: Play
+    check: Check
+    level: Level = Level.MUST
+    needs: frozenset[Capability] = frozenset()
+    applies: Applies | None = None
+    tune: Callable[[ClientPolicy], ClientPolicy] | None = None
+    tune_optional: bool = False
+    quiet_gc: bool = False
+
+
+def register_row(row: Row, *, get_id: str | None = None, post_id: str | None = None) -> None:
+    """Register ``row``'s cases: ``get_id`` for GET, ``post_id`` for POST (at least one)."""
+    pairs: tuple[tuple[str | None, Transport], ...] = ((get_id, "get"), (post_id, "post"))
+    if get_id is None and post_id is None:
+        raise ValueError(f"row {row.title!r} has no case id")
+    for case_id, transport in pairs:
+        if case_id is None:
+            continue
+        case = Case(
+            id=case_id,
+            title=row.title,
+            level=row.level,
+            requirement=row.requirement,
+            source=row.source,
+            play=row.play,
+            check=row.check,
+            transport=transport,
+            needs=row.needs | {transport},
+            tune=row.tune,
+            tune_optional=row.tune_optional,
+            quiet_gc=row.quiet_gc,
+        )
+        register(case if row.applies is None else replace(case, applies=row.applies))
+
+
+RESUME: frozenset[Capability] = frozenset({"resume"})
+
+
+def resume_applies(policy: ClientPolicy, transport: str) -> str | None:
+    """Rows that resume a stream with Last-Event-ID need a profile that does."""
+    return None if policy.resume else "the profile does not resume with Last-Event-ID"
 
 # Fixed allowance per attempt for connecting, the server's reply and the
 # adapter's reporting, on a busy 2-core machine; budgets are deadlines, so a

@@ -1,7 +1,7 @@
 """SC-RETRY: the retry matrix, network failures, Retry-After and bounded retries.
 
-Each requirement is registered once per transport: row k gets SC-RETRY-(2k-1)
-for GET and SC-RETRY-2k for POST, so ids stay stable as rows are appended.
+Each requirement is one row, registered for GET (the odd id) and POST (the even id)
+where it is written (``conformance.cases._common.register_row``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from conformance._case import Case, Check, Level, Outcome, Play, register
+from conformance._case import Level, Outcome
 from conformance._checks import (
     all_of,
     answer,
@@ -22,10 +22,11 @@ from conformance._checks import (
 from conformance._evidence import Evidence
 from conformance._timing import decide, span, wait_between
 from conformance.cases._common import (
-    Transport,
+    Row,
     one_stream,
     refused_applies,
     refused_then_online,
+    register_row,
     request_for,
 )
 from conformance.reference._config import ClientPolicy
@@ -37,18 +38,6 @@ PIPELINE = "seeds/002 §Streaming responses (retry and timeout before the first 
 EVENTS = 5
 
 __all__: list[str] = []
-
-
-def _register_row(row: int, make: Callable[[Transport], Case]) -> None:
-    pairs: tuple[tuple[int, Transport], ...] = ((1, "get"), (0, "post"))
-    for offset, transport in pairs:
-        case = make(transport)
-        register(_with_id(case, f"SC-RETRY-{2 * row - offset}", transport))
-
-
-def _with_id(case: Case, case_id: str, transport: Transport) -> Case:
-    needs = case.needs | {transport}
-    return replace(case, id=case_id, transport=transport, needs=needs)
 
 
 def _full_answer(ev: Evidence) -> list[str]:
@@ -71,7 +60,7 @@ def _attempts_at_least(ev: Evidence, n: int, why: str) -> Outcome:
 # -- never retried -----------------------------------------------------------
 
 
-def _no_retry(status: int) -> Callable[[Transport], Case]:
+def _no_retry(status: int) -> Row:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
         attempts = len(ev.attempts)
         once = (
@@ -89,50 +78,52 @@ def _no_retry(status: int) -> Callable[[Transport], Case]:
             delivered_exactly(ev, []),
         )
 
-    def make(transport: Transport) -> Case:
-        return Case(
-            id="",
-            title=f"{status} is not retried",
-            level=Level.MUST,
-            requirement=(
-                f"A client MUST NOT retry a {status} response, and MUST surface it to the "
-                "consumer as a non-retryable error carrying the status."
-            ),
-            source=MATRIX,
-            play=one_stream(lambda p: [Respond(status=status)], settle=True),
-            check=check,
-        )
-
-    return make
+    return Row(
+        title=f"{status} is not retried",
+        requirement=(
+            f"A client MUST NOT retry a {status} response, and MUST surface it to the "
+            "consumer as a non-retryable error carrying the status."
+        ),
+        source=MATRIX,
+        play=one_stream(lambda p: [Respond(status=status)], settle=True),
+        check=check,
+    )
 
 
 # -- retried until success -----------------------------------------------------
 
 
-def _retried(status: int) -> Callable[[Transport], Case]:
+def _retried(status: int) -> Row:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
         return all_of(
             _attempts_at_least(ev, 3, f"two {status}s, then a stream"), _succeeded_exactly(ev)
         )
 
-    def make(transport: Transport) -> Case:
-        return Case(
-            id="",
-            title=f"{status} is retried until success",
-            level=Level.MUST,
-            requirement=(
-                f"A client MUST retry a {status} response and deliver the stream that a "
-                "later attempt returns, exactly once."
-            ),
-            source=MATRIX,
-            play=one_stream(
-                lambda p: [Respond(status=status), Respond(status=status), Stream(events=EVENTS)],
-                retries=2,
-            ),
-            check=check,
-        )
+    return Row(
+        title=f"{status} is retried until success",
+        requirement=(
+            f"A client MUST retry a {status} response and deliver the stream that a "
+            "later attempt returns, exactly once."
+        ),
+        source=MATRIX,
+        play=one_stream(
+            lambda p: [Respond(status=status), Respond(status=status), Stream(events=EVENTS)],
+            retries=2,
+        ),
+        check=check,
+    )
 
-    return make
+
+register_row(_no_retry(400), get_id="SC-RETRY-1", post_id="SC-RETRY-2")
+register_row(_no_retry(401), get_id="SC-RETRY-3", post_id="SC-RETRY-4")
+register_row(_no_retry(403), get_id="SC-RETRY-5", post_id="SC-RETRY-6")
+register_row(_no_retry(404), get_id="SC-RETRY-7", post_id="SC-RETRY-8")
+register_row(_no_retry(422), get_id="SC-RETRY-9", post_id="SC-RETRY-10")
+register_row(_retried(429), get_id="SC-RETRY-11", post_id="SC-RETRY-12")
+register_row(_retried(503), get_id="SC-RETRY-13", post_id="SC-RETRY-14")
+register_row(_retried(500), get_id="SC-RETRY-15", post_id="SC-RETRY-16")
+register_row(_retried(502), get_id="SC-RETRY-17", post_id="SC-RETRY-18")
+register_row(_retried(504), get_id="SC-RETRY-19", post_id="SC-RETRY-20")
 
 
 # -- network failures ----------------------------------------------------------
@@ -140,35 +131,19 @@ def _retried(status: int) -> Callable[[Transport], Case]:
 SEND_LATENCY_SLACK = 0.1  # the client's request can reach the server this long after it sent
 RETRY_AFTER_TEST_CAP = 0.3  # far above any backoff at test timing (<= 0.1 s)
 
-
-def _net_case(
-    title: str,
-    requirement: str,
-    play: Play,
-    check: Check,
-    applies: Callable[[ClientPolicy, str], str | None] | None = None,
-) -> Case:
-    case = Case(
-        id="",
-        title=title,
-        level=Level.MUST,
-        requirement=requirement,
+register_row(
+    Row(
+        title="Connection refused is retried",
+        requirement="A client MUST retry when the connection is refused, and deliver the "
+        "stream once the server is reachable again.",
         source=NETWORK,
-        play=play,
-        check=check,
-    )
-    return case if applies is None else replace(case, applies=applies)
-
-
-def _refused(transport: Transport) -> Case:
-    return _net_case(
-        "Connection refused is retried",
-        "A client MUST retry when the connection is refused, and deliver the stream once "
-        "the server is reachable again.",
-        refused_then_online(lambda ctx: request_for(ctx.transport)),
-        lambda ev, p: _succeeded_exactly(ev),
+        play=refused_then_online(lambda ctx: request_for(ctx.transport)),
+        check=lambda ev, p: _succeeded_exactly(ev),
         applies=refused_applies,
-    )
+    ),
+    get_id="SC-RETRY-21",
+    post_id="SC-RETRY-22",
+)
 
 
 def _check_reset_before_headers(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -186,25 +161,33 @@ def _check_reset_before_headers(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(reset_seen, more, _succeeded_exactly(ev))
 
 
-def _reset_before_headers(transport: Transport) -> Case:
-    return _net_case(
-        "A reset before the headers is retried",
-        "A client MUST retry when the connection is reset before any response byte.",
-        one_stream(lambda p: [Stream(events=EVENTS)], retries=1, faults=[Fault.reset(0)]),
-        _check_reset_before_headers,
-    )
-
-
-def _reset_after_headers(transport: Transport) -> Case:
-    return _net_case(
-        "A reset after the headers, before the first chunk, is retried",
-        "A client MUST retry when the connection breaks after the headers but before the "
-        "first chunk: nothing has reached the consumer yet.",
-        one_stream(lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)], retries=1),
-        lambda ev, p: all_of(
+register_row(
+    Row(
+        title="A reset before the headers is retried",
+        requirement="A client MUST retry when the connection is reset before any response byte.",
+        source=NETWORK,
+        play=one_stream(lambda p: [Stream(events=EVENTS)], retries=1, faults=[Fault.reset(0)]),
+        check=_check_reset_before_headers,
+    ),
+    get_id="SC-RETRY-23",
+    post_id="SC-RETRY-24",
+)
+register_row(
+    Row(
+        title="A reset after the headers, before the first chunk, is retried",
+        requirement="A client MUST retry when the connection breaks after the headers but "
+        "before the first chunk: nothing has reached the consumer yet.",
+        source=NETWORK,
+        play=one_stream(
+            lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)], retries=1
+        ),
+        check=lambda ev, p: all_of(
             _attempts_at_least(ev, 2, "the first one broke"), _succeeded_exactly(ev)
         ),
-    )
+    ),
+    get_id="SC-RETRY-25",
+    post_id="SC-RETRY-26",
+)
 
 
 def _ttfc_applies(policy: ClientPolicy, transport: str) -> str | None:
@@ -239,11 +222,9 @@ def _check_ttfc(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(_attempts_at_least(ev, 2, "the first timed out"), _succeeded_exactly(ev))
 
 
-def _ttfc(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="A time-to-first-chunk timeout is retried",
-        level=Level.MUST,
         requirement=(
             "A client with a time-to-first-chunk timeout MUST abandon an attempt whose first "
             "chunk has not arrived in time, and retry it."
@@ -259,7 +240,10 @@ def _ttfc(transport: Transport) -> Case:
         ),
         check=_check_ttfc,
         applies=_ttfc_applies,
-    )
+    ),
+    get_id="SC-RETRY-27",
+    post_id="SC-RETRY-28",
+)
 
 
 # -- Retry-After -----------------------------------------------------------------
@@ -271,7 +255,7 @@ def _retry_after(
     hint: float,
     respond: Callable[[], Respond],
     cap: float | None = None,
-) -> Callable[[Transport], Case]:
+) -> Row:
     """``cap``: run with the profile's Retry-After cap lowered to this, when the
     client can be configured. Whole-second hints (the seconds and date forms) would
     otherwise cost a full second per case; the check reads the cap from the policy,
@@ -296,35 +280,65 @@ def _retry_after(
         waited = Outcome.passed(want, seen) if decision == "in" else Outcome.failed(want, seen)
         return all_of(waited, _succeeded_exactly(ev))
 
-    def applies(policy: ClientPolicy, transport: str) -> str | None:
-        return None if policy.retry_after else "the profile does not honour Retry-After"
+    return Row(
+        title=f"Retry-After ({form}) on a {status} is respected",
+        requirement=(
+            f"A client MUST wait at least the delay a {status} response's {form} asks "
+            "for (up to the profile's cap) before retrying."
+        ),
+        source="RFC 9110 §10.2.3; seeds/000 §The Retryable-Error Matrix (429 and 503)",
+        play=one_stream(
+            lambda p: [respond(), Stream(events=EVENTS)],
+            retries=1,
+            waits=lambda p: min(hint + 1.0, p.retry_after_cap),
+        ),
+        check=check,
+        applies=_honours_retry_after,
+        tune=None if cap is None else _cap_retry_after(cap),
+        tune_optional=True,
+    )
 
-    def make(transport: Transport) -> Case:
-        return Case(
-            id="",
-            title=f"Retry-After ({form}) on a {status} is respected",
-            level=Level.MUST,
-            requirement=(
-                f"A client MUST wait at least the delay a {status} response's {form} asks "
-                "for (up to the profile's cap) before retrying."
-            ),
-            source="RFC 9110 §10.2.3; seeds/000 §The Retryable-Error Matrix (429 and 503)",
-            play=one_stream(
-                lambda p: [respond(), Stream(events=EVENTS)],
-                retries=1,
-                waits=lambda p: min(hint + 1.0, p.retry_after_cap),
-            ),
-            check=check,
-            applies=applies,
-            tune=None if cap is None else _cap_retry_after(cap),
-            tune_optional=True,
-        )
 
-    return make
+def _honours_retry_after(policy: ClientPolicy, transport: str) -> str | None:
+    return None if policy.retry_after else "the profile does not honour Retry-After"
 
 
 def _cap_retry_after(cap: float) -> Callable[[ClientPolicy], ClientPolicy]:
     return lambda p: replace(p, retry_after_cap=min(cap, p.retry_after_cap))
+
+
+register_row(
+    _retry_after(
+        429,
+        "in seconds",
+        1.0,
+        lambda: Respond(status=429, headers=(("retry-after", "1"),)),
+        cap=RETRY_AFTER_TEST_CAP,
+    ),
+    get_id="SC-RETRY-29",
+    post_id="SC-RETRY-30",
+)
+register_row(
+    _retry_after(
+        503,
+        "as an HTTP date",
+        1.0,
+        lambda: Respond(status=503, retry_after_date=1.0),
+        cap=RETRY_AFTER_TEST_CAP,
+    ),
+    get_id="SC-RETRY-31",
+    post_id="SC-RETRY-32",
+)
+register_row(
+    _retry_after(
+        429,
+        "as retry-after-ms",
+        0.3,
+        lambda: Respond(status=429, headers=(("retry-after-ms", "300"),)),
+    ),
+    get_id="SC-RETRY-33",
+    post_id="SC-RETRY-34",
+)
 
 
 # -- bounded -----------------------------------------------------------------------
@@ -352,11 +366,9 @@ def _check_bounded(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(bounded, ended_with_error(ev, ["gave_up"], status=502))
 
 
-def _bounded(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="Retries stop at the profile's limit and surface the last error",
-        level=Level.MUST,
         requirement=(
             "A client MUST stop after the number of attempts its policy allows and surface "
             "the last error (its status) to the consumer."
@@ -367,12 +379,16 @@ def _bounded(transport: Transport) -> Case:
         )(ctx),
         check=_check_bounded,
         applies=_bounded_applies,
-    )
+    ),
+    get_id="SC-RETRY-35",
+    post_id="SC-RETRY-36",
+)
 
 
 # -- the error a user can act on ---------------------------------------------------
 
 EXPIRED = "session expired: sign in again"
+EXPIRED_BODY = json.dumps({"error": {"type": "unauthorized", "message": EXPIRED}}).encode()
 
 
 def _check_message(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -385,10 +401,8 @@ def _check_message(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return Outcome.failed(want, f"detail was {outcome.detail[:120]!r}")
 
 
-def _message(transport: Transport) -> Case:
-    body = json.dumps({"error": {"type": "unauthorized", "message": EXPIRED}}).encode()
-    return Case(
-        id="",
+register_row(
+    Row(
         title="A 401 reaches the consumer with the server's message",
         level=Level.SHOULD,
         requirement=(
@@ -399,43 +413,13 @@ def _message(transport: Transport) -> Case:
         'login or to fix their input")',
         play=one_stream(
             lambda p: [
-                Respond(status=401, body=body, headers=(("content-type", "application/json"),))
+                Respond(
+                    status=401, body=EXPIRED_BODY, headers=(("content-type", "application/json"),)
+                )
             ]
         ),
         check=_check_message,
-    )
-
-
-ROWS: list[Callable[[Transport], Case]] = [
-    *(_no_retry(s) for s in (400, 401, 403, 404, 422)),
-    *(_retried(s) for s in (429, 503, 500, 502, 504)),
-    _refused,
-    _reset_before_headers,
-    _reset_after_headers,
-    _ttfc,
-    _retry_after(
-        429,
-        "in seconds",
-        1.0,
-        lambda: Respond(status=429, headers=(("retry-after", "1"),)),
-        cap=RETRY_AFTER_TEST_CAP,
     ),
-    _retry_after(
-        503,
-        "as an HTTP date",
-        1.0,
-        lambda: Respond(status=503, retry_after_date=1.0),
-        cap=RETRY_AFTER_TEST_CAP,
-    ),
-    _retry_after(
-        429,
-        "as retry-after-ms",
-        0.3,
-        lambda: Respond(status=429, headers=(("retry-after-ms", "300"),)),
-    ),
-    _bounded,
-    _message,
-]
-
-for _row, _make in enumerate(ROWS, start=1):
-    _register_row(_row, _make)
+    get_id="SC-RETRY-37",
+    post_id="SC-RETRY-38",
+)
