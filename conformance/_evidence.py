@@ -17,6 +17,7 @@ from fake_servers import Attempt, Connection, now
 
 __all__ = [
     "ERROR_KINDS",
+    "REPORT_TEXT_LIMIT",
     "Delivery",
     "DeliveryKind",
     "DeliveryLog",
@@ -183,12 +184,29 @@ class Evidence:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "attempts": [asdict(a) for a in self.attempts],
+            "attempts": [_capped(asdict(a)) for a in self.attempts],
             "connections": [asdict(c) for c in self.connections],
-            "deliveries": [asdict(d) for d in self.deliveries],
+            "deliveries": [_capped(asdict(d)) for d in self.deliveries],
             "started_at": self.started_at,
             "noise": self.noise.to_json(),
         }
+
+
+# A report keeps this much of any one text (chunk or event data); a 5 MiB event
+# would otherwise be written whole, once per record that carries it.
+REPORT_TEXT_LIMIT = 4096
+
+
+def _capped(value: Any) -> Any:
+    """``value`` with every string longer than REPORT_TEXT_LIMIT cut, saying how much."""
+    if isinstance(value, str) and len(value) > REPORT_TEXT_LIMIT:
+        cut = len(value) - REPORT_TEXT_LIMIT
+        return f"{value[:REPORT_TEXT_LIMIT]}... ({cut} more characters)"
+    if isinstance(value, dict):
+        return {k: _capped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_capped(v) for v in value]
+    return value
 
 
 def _attempt_arrival(a: Attempt) -> str:
