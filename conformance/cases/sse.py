@@ -3,8 +3,9 @@
 Every row changes only how the answer is laid out on the wire (line endings, a
 BOM, comments, a ``retry:`` field, fragmentation, buffering, ids, the media
 type); the answer itself is the server's, so the consumer must get exactly the
-data events the ledger says were sent. Row k gets SC-SSE-(2k-1) for GET and
-SC-SSE-2k for POST.
+data events the ledger says were sent. Each row is registered for GET (the odd id)
+and POST (the even id) where it is written; SC-SSE-19 on are in ``sse_request`` and
+``sse_fields``.
 
 Honouring ``retry:`` is left out on purpose: the field sets EventSource's own
 reconnection delay, and the clients this kit judges replace that reconnection
@@ -13,10 +14,7 @@ with the profile's jittered backoff (seeds/000). Parsing it as a field is a MUST
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-
-from conformance._case import Capability, Case, Check, Level, Outcome, register
+from conformance._case import Outcome
 from conformance._checks import (
     all_of,
     delivered_exactly,
@@ -25,9 +23,9 @@ from conformance._checks import (
     resumed_from_delivered,
 )
 from conformance._evidence import Evidence
-from conformance.cases._common import Transport, one_stream
+from conformance.cases._common import RESUME, Row, one_stream, register_row, resume_applies
 from conformance.reference._config import ClientPolicy
-from fake_servers import Framing, Gap, Step, Stream
+from fake_servers import Framing, Gap, Stream
 
 __all__ = ["server_events", "server_sequence"]
 
@@ -36,17 +34,6 @@ EVENTS = 6
 # Exactly one token in each block of eight carries multi-byte UTF-8 (fake_servers'
 # vocabulary), so an 8-event answer always has at least one character to cut.
 UTF8_EVENTS = 8
-
-
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    requirement: str
-    steps: Callable[[ClientPolicy], Sequence[Step]]
-    check: Check
-    source: str = PARSE
-    retries: int = 0
-    resume: bool = False
 
 
 def server_events(ev: Evidence) -> list[tuple[str, str | None]]:
@@ -87,125 +74,156 @@ def _refused_as_garbage(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(delivered_exactly(ev, []), ended_with_error(ev))
 
 
-ROWS: list[_Row] = [
-    _Row(
-        "CR line endings, fragmented at random, are parsed",
-        "A client MUST accept a lone CR as a line ending, however the stream's bytes are "
-        "split across reads, and deliver every event exactly once.",
-        lambda p: [
-            Stream(events=EVENTS, framing=Framing(line_ending="cr", split=9, split_random=True))
-        ],
-        _delivered_exactly,
+register_row(
+    Row(
+        title="CR line endings, fragmented at random, are parsed",
+        requirement="A client MUST accept a lone CR as a line ending, however the stream's "
+        "bytes are split across reads, and deliver every event exactly once.",
+        source=PARSE,
+        play=one_stream(
+            lambda p: [
+                Stream(events=EVENTS, framing=Framing(line_ending="cr", split=9, split_random=True))
+            ]
+        ),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "CRLF line endings are parsed, also with CR and LF in different reads",
-        "A client MUST accept CRLF line endings, also when the CR and its LF arrive in "
-        "different reads (the pair is one line ending, not two).",
-        lambda p: [
-            Stream(events=EVENTS, format="named", framing=Framing(line_ending="crlf", split=1))
-        ],
-        _delivered_exactly,
+    get_id="SC-SSE-1",
+    post_id="SC-SSE-2",
+)
+register_row(
+    Row(
+        title="CRLF line endings are parsed, also with CR and LF in different reads",
+        requirement="A client MUST accept CRLF line endings, also when the CR and its LF "
+        "arrive in different reads (the pair is one line ending, not two).",
+        source=PARSE,
+        play=one_stream(
+            lambda p: [
+                Stream(events=EVENTS, format="named", framing=Framing(line_ending="crlf", split=1))
+            ]
+        ),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "A leading BOM is stripped, also when its bytes arrive apart",
-        "A client MUST strip one leading U+FEFF BOM from the stream, also when its bytes "
-        "arrive in different reads, and deliver the first event intact.",
+    get_id="SC-SSE-3",
+    post_id="SC-SSE-4",
+)
+register_row(
+    Row(
+        title="A leading BOM is stripped, also when its bytes arrive apart",
+        requirement="A client MUST strip one leading U+FEFF BOM from the stream, also when its "
+        "bytes arrive in different reads, and deliver the first event intact.",
+        source=PARSE,
         # openai: the first line is a data line, so a BOM left in place loses an event.
-        lambda p: [
-            Stream(
-                events=EVENTS,
-                format="openai",
-                framing=Framing(bom=True, split=2, split_random=True),
-            )
-        ],
-        _delivered_exactly,
+        play=one_stream(
+            lambda p: [
+                Stream(
+                    events=EVENTS,
+                    format="openai",
+                    framing=Framing(bom=True, split=2, split_random=True),
+                )
+            ]
+        ),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "Comments are never delivered",
-        "A client MUST ignore comment lines (those starting with ':'): they are neither data "
-        "nor events.",
-        lambda p: [Stream(events=EVENTS, framing=Framing(comment_every=1))],
-        _delivered_exactly,
+    get_id="SC-SSE-5",
+    post_id="SC-SSE-6",
+)
+register_row(
+    Row(
+        title="Comments are never delivered",
+        requirement="A client MUST ignore comment lines (those starting with ':'): they are "
+        "neither data nor events.",
+        source=PARSE,
+        play=one_stream(lambda p: [Stream(events=EVENTS, framing=Framing(comment_every=1))]),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "A retry: field is a field, not data",
-        "A client MUST parse a 'retry:' field as a field: it is never delivered, dispatches no "
-        "event of its own and does not disturb the events around it.",
-        lambda p: [Stream(events=EVENTS, framing=Framing(retry_ms=2500))],
-        _delivered_exactly,
+    get_id="SC-SSE-7",
+    post_id="SC-SSE-8",
+)
+register_row(
+    Row(
+        title="A retry: field is a field, not data",
+        requirement="A client MUST parse a 'retry:' field as a field: it is never delivered, "
+        "dispatches no event of its own and does not disturb the events around it.",
         source=f"{PARSE}; the reconnection delay itself is the profile's backoff (seeds/000)",
+        play=one_stream(lambda p: [Stream(events=EVENTS, framing=Framing(retry_ms=2500))]),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "A multi-byte character cut between reads is delivered intact",
-        "A client MUST decode UTF-8 across read boundaries: a character whose bytes arrive in "
-        "different reads is delivered intact, never as U+FFFD.",
-        lambda p: [Stream(events=UTF8_EVENTS, format="named", framing=Framing(split=1))],
-        _delivered_exactly,
+    get_id="SC-SSE-9",
+    post_id="SC-SSE-10",
+)
+register_row(
+    Row(
+        title="A multi-byte character cut between reads is delivered intact",
+        requirement="A client MUST decode UTF-8 across read boundaries: a character whose "
+        "bytes arrive in different reads is delivered intact, never as U+FFFD.",
         source=f"{PARSE} (UTF-8 decode of the stream); WHATWG Encoding (streaming decode)",
+        play=one_stream(
+            lambda p: [Stream(events=UTF8_EVENTS, format="named", framing=Framing(split=1))]
+        ),
+        check=_delivered_exactly,
     ),
-    _Row(
-        "Event ids are tracked and sent as Last-Event-ID on resume",
-        "A client MUST hand each event over with the id in force, and resume a broken stream "
-        "with the last delivered id as Last-Event-ID, delivering the rest exactly once.",
-        lambda p: [
-            Stream(
-                events=3,
-                ids=True,
-                end="abort",
-                framing=Framing(line_ending="crlf", split=5, split_random=True),
-            ),
-            Stream(
-                events=EVENTS,
-                ids=True,
-                framing=Framing(line_ending="crlf", split=5, split_random=True),
-            ),
-        ],
-        _ids_tracked,
+    get_id="SC-SSE-11",
+    post_id="SC-SSE-12",
+)
+register_row(
+    Row(
+        title="Event ids are tracked and sent as Last-Event-ID on resume",
+        requirement="A client MUST hand each event over with the id in force, and resume a "
+        "broken stream with the last delivered id as Last-Event-ID, delivering the rest "
+        "exactly once.",
         source="WHATWG HTML §9.2.6 (the id field), §9.2.4 (Last-Event-ID on reconnection)",
-        retries=1,
-        resume=True,
+        play=one_stream(
+            lambda p: [
+                Stream(
+                    events=3,
+                    ids=True,
+                    end="abort",
+                    framing=Framing(line_ending="crlf", split=5, split_random=True),
+                ),
+                Stream(
+                    events=EVENTS,
+                    ids=True,
+                    framing=Framing(line_ending="crlf", split=5, split_random=True),
+                ),
+            ],
+            retries=1,
+        ),
+        check=_ids_tracked,
+        needs=RESUME,
+        applies=resume_applies,
     ),
-    _Row(
-        "A 200 that is not text/event-stream is an error, never chunks",
-        "A client MUST NOT deliver anything from a response whose Content-Type is not "
-        "text/event-stream (as a header-rewriting proxy sends), and MUST surface an error.",
-        lambda p: [Stream(events=EVENTS, framing=Framing(content_type="text/html; charset=utf-8"))],
-        _refused_as_garbage,
+    get_id="SC-SSE-13",
+    post_id="SC-SSE-14",
+)
+register_row(
+    Row(
+        title="A 200 that is not text/event-stream is an error, never chunks",
+        requirement="A client MUST NOT deliver anything from a response whose Content-Type is "
+        "not text/event-stream (as a header-rewriting proxy sends), and MUST surface an error.",
         source="WHATWG HTML §9.2.3 (a wrong Content-Type fails the connection); seeds/000 "
         "(proxies that rewrite the response headers in a way that breaks SSE parsing)",
+        play=one_stream(
+            lambda p: [
+                Stream(events=EVENTS, framing=Framing(content_type="text/html; charset=utf-8"))
+            ]
+        ),
+        check=_refused_as_garbage,
     ),
-    _Row(
-        "A response a proxy buffers and releases at once is delivered exactly",
-        "A client MUST deliver every event of a response that arrives all at once at its end "
-        "(a buffering proxy), exactly once and in order.",
-        # Gaps make the buffering real: unbuffered, these events would arrive apart.
-        lambda p: [Stream(events=EVENTS, gap=Gap(seconds=0.01), framing=Framing(buffered=True))],
-        _delivered_exactly,
+    get_id="SC-SSE-15",
+    post_id="SC-SSE-16",
+)
+register_row(
+    Row(
+        title="A response a proxy buffers and releases at once is delivered exactly",
+        requirement="A client MUST deliver every event of a response that arrives all at once "
+        "at its end (a buffering proxy), exactly once and in order.",
         source=f"{PARSE}; seeds/000 (a corporate proxy that buffers SSE)",
+        # Gaps make the buffering real: unbuffered, these events would arrive apart.
+        play=one_stream(
+            lambda p: [Stream(events=EVENTS, gap=Gap(seconds=0.01), framing=Framing(buffered=True))]
+        ),
+        check=_delivered_exactly,
     ),
-]
-
-
-def _resume_applies(policy: ClientPolicy, transport: str) -> str | None:
-    return None if policy.resume else "the profile does not resume with Last-Event-ID"
-
-
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    needs: frozenset[Capability] = frozenset({transport, "resume"} if row.resume else {transport})
-    case = Case(
-        id=case_id,
-        title=row.title,
-        level=Level.MUST,
-        requirement=row.requirement,
-        source=row.source,
-        play=one_stream(row.steps, retries=row.retries),
-        check=row.check,
-        transport=transport,
-        needs=needs,
-    )
-    return replace(case, applies=_resume_applies) if row.resume else case
-
-
-for _n, _row in enumerate(ROWS, start=1):
-    register(_make(_row, "get", f"SC-SSE-{2 * _n - 1}"))
-    register(_make(_row, "post", f"SC-SSE-{2 * _n}"))
+    get_id="SC-SSE-17",
+    post_id="SC-SSE-18",
+)
