@@ -3,20 +3,26 @@
 The seed library: "breaking out of the loop closes the underlying stream". A
 consumer that stops (breaks out after some chunks, or whose task is cancelled)
 must not leave the connection open, reading an answer nobody wants, or retry it.
-The server is the judge: it sees the close. Row k gets SC-CANCEL-(2k-1) for GET
-and SC-CANCEL-2k for POST.
+The server is the judge: it sees the close. Each row is registered for GET (the odd
+id) and POST (the even id) where it is written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from conformance._case import Case, CaseContext, Check, Level, Outcome, Play, register
+from conformance._case import CaseContext, Outcome, Play
 from conformance._checks import REACTION_DEADLINE, all_of, judged, reaction_resolution
 from conformance._evidence import Evidence
 from conformance._timing import Noise, at_once
-from conformance.cases._common import PATH, Transport, request_for, retry_budget, settle_time
+from conformance.cases._common import (
+    PATH,
+    Row,
+    register_row,
+    request_for,
+    retry_budget,
+    settle_time,
+)
 from conformance.cases.offline import mark, marked
 from conformance.reference._config import ClientPolicy
 from fake_servers import Attempt, Gap, Stall, Stream
@@ -115,55 +121,41 @@ def _headers_sent(ctx: CaseContext) -> bool:
     return any(a.status is not None for a in ctx.ledger.attempts())
 
 
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    requirement: str
-    play: Play
-    check: Check
-
-
-ROWS: list[_Row] = [
-    _Row(
-        f"A consumer that breaks out after {K} chunks closes the connection",
-        "When its consumer stops reading, a client MUST close the connection promptly (the "
-        "server sees it go) and MUST NOT retry it.",
-        _play_break,
-        _check_break,
+register_row(
+    Row(
+        title=f"A consumer that breaks out after {K} chunks closes the connection",
+        requirement="When its consumer stops reading, a client MUST close the connection "
+        "promptly (the server sees it go) and MUST NOT retry it.",
+        source=SOURCE,
+        play=_play_break,
+        check=_check_break,
     ),
-    _Row(
-        "A cancelled consumer mid-stream closes the connection",
-        "When its consumer is cancelled mid-stream, a client MUST close the connection "
-        "promptly and MUST NOT retry it.",
-        _play_cancel(_read_k, LONG),
-        _check_cancel,
+    get_id="SC-CANCEL-1",
+    post_id="SC-CANCEL-2",
+)
+register_row(
+    Row(
+        title="A cancelled consumer mid-stream closes the connection",
+        requirement="When its consumer is cancelled mid-stream, a client MUST close the "
+        "connection promptly and MUST NOT retry it.",
+        source=SOURCE,
+        play=_play_cancel(_read_k, LONG),
+        check=_check_cancel,
     ),
-    _Row(
-        "A consumer cancelled before the first chunk closes the connection",
-        "When its consumer is cancelled while waiting for the first chunk, a client MUST "
-        "close the connection promptly and MUST NOT retry it.",
-        _play_cancel(
+    get_id="SC-CANCEL-3",
+    post_id="SC-CANCEL-4",
+)
+register_row(
+    Row(
+        title="A consumer cancelled before the first chunk closes the connection",
+        requirement="When its consumer is cancelled while waiting for the first chunk, a "
+        "client MUST close the connection promptly and MUST NOT retry it.",
+        source=SOURCE,
+        play=_play_cancel(
             _headers_sent, Stream(events=4, stall=Stall(after=0, seconds=None)), Stream(events=4)
         ),
-        _check_cancel,
+        check=_check_cancel,
     ),
-]
-
-
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    return Case(
-        id=case_id,
-        title=row.title,
-        level=Level.MUST,
-        requirement=row.requirement,
-        source=SOURCE,
-        play=row.play,
-        check=row.check,
-        transport=transport,
-        needs=frozenset({transport}),
-    )
-
-
-for _n, _row in enumerate(ROWS, start=1):
-    register(_make(_row, "get", f"SC-CANCEL-{2 * _n - 1}"))
-    register(_make(_row, "post", f"SC-CANCEL-{2 * _n}"))
+    get_id="SC-CANCEL-5",
+    post_id="SC-CANCEL-6",
+)
