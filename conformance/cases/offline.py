@@ -3,8 +3,8 @@
 The seed article wires the two network events: while offline, do not retry
 ("there is nothing to connect to") and close what is open; on online, reset the
 attempt count and the breaker and reconnect at once, because the failures were
-the network's, not the backend's. Row k gets SC-OFFLINE-(2k-1) for GET and
-SC-OFFLINE-2k for POST.
+the network's, not the backend's. Each row is registered for GET (the odd id) and
+POST (the even id) where it is written.
 
 The kit marks when it signals (a "log" delivery on the ``kit`` stream), so checks
 measure from the signal. While the client is told it is offline the network stays
@@ -15,18 +15,8 @@ the ledger sees it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
-from conformance._case import (
-    Capability,
-    Case,
-    CaseContext,
-    Check,
-    Level,
-    Outcome,
-    Play,
-    register,
-)
+from conformance._case import Capability, CaseContext, Outcome
 from conformance._checks import (
     REACTION_DEADLINE,
     all_of,
@@ -38,7 +28,7 @@ from conformance._checks import (
 )
 from conformance._evidence import Evidence
 from conformance._timing import Noise, at_once
-from conformance.cases._common import PATH, Transport, request_for, retry_budget
+from conformance.cases._common import PATH, Row, register_row, request_for, retry_budget
 from conformance.reference._config import ClientPolicy
 from fake_servers import Attempt, Fault, Respond, Stall, Stream
 
@@ -57,6 +47,9 @@ ONLINE = "online() signalled"
 OFFLINE_HOLD = 0.1  # how long the network stays away: ample for a retry to show up
 OPEN_DEADLINE = 2.0  # for the client to open the connection the case cuts
 BREAKER_GRACE = 0.2  # for the client to hear its last failure before the offline signal
+OFFLINE_NEEDS: frozenset[Capability] = frozenset({"offline"})
+# The cases about the breaker need that capability too.
+OFFLINE_BREAKER_NEEDS: frozenset[Capability] = frozenset({"offline", "breaker"})
 
 
 # -- marks ----------------------------------------------------------------------
@@ -313,74 +306,59 @@ def _blip_applies(policy: ClientPolicy, transport: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    requirement: str
-    play: Play
-    check: Check
-    source: str = SOURCE
-    applies: Callable[[ClientPolicy, str], str | None] | None = None
-    breaker: bool = False  # the case needs the breaker capability too
-
-
-ROWS: list[_Row] = [
-    _Row(
-        "While offline, open streams are closed and nothing connects",
-        "When told the network is offline, a client MUST close its open connections at once "
-        "and MUST NOT attempt any connection until it is told the network is back.",
-        _play_offline_online,
-        _check_offline,
+register_row(
+    Row(
+        title="While offline, open streams are closed and nothing connects",
+        requirement="When told the network is offline, a client MUST close its open "
+        "connections at once and MUST NOT attempt any connection until it is told the "
+        "network is back.",
+        source=SOURCE,
+        play=_play_offline_online,
+        check=_check_offline,
+        needs=OFFLINE_NEEDS,
     ),
-    _Row(
-        "On online, a waiting stream reconnects at once with a fresh budget",
-        "When told the network is back, a client MUST reconnect a waiting stream at once, "
-        "with its attempt count reset, and deliver the answer exactly once.",
-        _play_offline_online,
-        _check_online,
+    get_id="SC-OFFLINE-1",
+    post_id="SC-OFFLINE-2",
+)
+register_row(
+    Row(
+        title="On online, a waiting stream reconnects at once with a fresh budget",
+        requirement="When told the network is back, a client MUST reconnect a waiting stream "
+        "at once, with its attempt count reset, and deliver the answer exactly once.",
+        source=SOURCE,
+        play=_play_offline_online,
+        check=_check_online,
+        needs=OFFLINE_NEEDS,
     ),
-    _Row(
-        "On online, a breaker opened by network failures is reset",
-        "When told the network is back, a client MUST reset its circuit breaker and "
-        "reconnect at once, even if network failures had opened it.",
-        _play_breaker,
-        _check_breaker_reset,
+    get_id="SC-OFFLINE-3",
+    post_id="SC-OFFLINE-4",
+)
+register_row(
+    Row(
+        title="On online, a breaker opened by network failures is reset",
+        requirement="When told the network is back, a client MUST reset its circuit breaker "
+        "and reconnect at once, even if network failures had opened it.",
         source=BREAKER,
+        play=_play_breaker,
+        check=_check_breaker_reset,
+        needs=OFFLINE_BREAKER_NEEDS,
         applies=_breaker_applies,
-        breaker=True,
     ),
-    _Row(
-        "Connections cut by going offline do not count against the breaker",
-        "A client MUST NOT count connections it closed because the network went offline as "
-        "failures of its circuit breaker: after a blink offline and online, every waiting "
-        "stream reconnects at once.",
-        _play_blip,
-        _check_blip,
+    get_id="SC-OFFLINE-5",
+    post_id="SC-OFFLINE-6",
+)
+register_row(
+    Row(
+        title="Connections cut by going offline do not count against the breaker",
+        requirement="A client MUST NOT count connections it closed because the network went "
+        "offline as failures of its circuit breaker: after a blink offline and online, every "
+        "waiting stream reconnects at once.",
         source=BREAKER,
+        play=_play_blip,
+        check=_check_blip,
+        needs=OFFLINE_BREAKER_NEEDS,
         applies=_blip_applies,
-        breaker=True,
     ),
-]
-
-
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    needs: set[Capability] = {transport, "offline"}
-    if row.breaker:
-        needs.add("breaker")
-    case = Case(
-        id=case_id,
-        title=row.title,
-        level=Level.MUST,
-        requirement=row.requirement,
-        source=row.source,
-        play=row.play,
-        check=row.check,
-        transport=transport,
-        needs=frozenset(needs),
-    )
-    return case if row.applies is None else replace(case, applies=row.applies)
-
-
-for _n, _row in enumerate(ROWS, start=1):
-    register(_make(_row, "get", f"SC-OFFLINE-{2 * _n - 1}"))
-    register(_make(_row, "post", f"SC-OFFLINE-{2 * _n}"))
+    get_id="SC-OFFLINE-7",
+    post_id="SC-OFFLINE-8",
+)
