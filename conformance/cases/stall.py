@@ -4,7 +4,7 @@ The seed article's heartbeat check: a stream silent for longer than the timeout
 is abandoned, the timer is looked at every check interval, and the stalled
 state is shown to the user. What resets the timer is the profile's idle rule:
 every byte (the article) or every data chunk (the seed library's pipeline).
-Row k gets SC-STALL-(2k-1) for GET and SC-STALL-2k for POST.
+Each row is registered for GET (the odd id) and POST (the even id) where it is written.
 
 Every case runs a stall timeout shorter than the profile's test timing (``tune``)
 and keeps the profile's relations: the check interval's ratio to the timeout,
@@ -16,10 +16,10 @@ docs/timing-stall.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
-from conformance._case import Case, Check, Level, Outcome, register
+from conformance._case import Capability, Outcome
 from conformance._checks import (
     REACTION_DEADLINE,
     all_of,
@@ -31,7 +31,7 @@ from conformance._checks import (
 )
 from conformance._evidence import Evidence
 from conformance._timing import Noise, Wait, decide, span
-from conformance.cases._common import Transport, one_stream
+from conformance.cases._common import Applies, Row, one_stream, register_row
 from conformance.reference._config import ClientPolicy, IdleRule
 from fake_servers import Attempt, Stall, Step, Stream
 
@@ -67,6 +67,7 @@ KEEPALIVE_EXTRA = 0.2
 # A client judging by data may start its timer when it starts connecting, before
 # the server sees the request; the lower bound allows for that connect.
 CONNECT_ALLOWANCE = 0.1
+STALL: frozenset[Capability] = frozenset({"stall"})
 
 
 # -- pure helpers (the kit's judgement) -------------------------------------------
@@ -269,6 +270,11 @@ def _timeout(seconds: float) -> Callable[[ClientPolicy], ClientPolicy]:
     return tune
 
 
+def _on_tuned(applies: Applies, tune: Callable[[ClientPolicy], ClientPolicy]) -> Applies:
+    """``applies`` judged on the policy the case runs with, not the untuned profile."""
+    return lambda p, t: applies(tune(p), t)
+
+
 def _first_chunk_governs(policy: ClientPolicy, transport: str) -> str | None:
     limit = policy.first_chunk_timeout
     if limit is not None and limit <= policy.stall_timeout:
@@ -279,98 +285,81 @@ def _first_chunk_governs(policy: ClientPolicy, transport: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    requirement: str
-    source: str
-    steps: Callable[[ClientPolicy], Sequence[Step]]
-    check: Check
-    timeout: float
-    waits: Callable[[ClientPolicy], float] = _abandon_wait
-    retries: int = 0
-    settle: bool = False
-    applies: Callable[[ClientPolicy, str], str | None] | None = None
-
-
-ROWS: list[_Row] = [
-    _Row(
-        "A stream silent before its first chunk is abandoned in time and retried",
-        "A client MUST abandon a connection that stays silent after the headers for longer "
-        "than its stall timeout (within one check interval), and MUST retry it: nothing "
-        "reached the consumer yet.",
-        SEED,
-        lambda p: [_forever_after(0), Stream(events=EVENTS)],
-        _check_before_first_chunk,
-        SHORT_TIMEOUT,
-        retries=1,
-        applies=_first_chunk_governs,
+register_row(
+    Row(
+        title="A stream silent before its first chunk is abandoned in time and retried",
+        requirement="A client MUST abandon a connection that stays silent after the headers "
+        "for longer than its stall timeout (within one check interval), and MUST retry it: "
+        "nothing reached the consumer yet.",
+        source=SEED,
+        play=one_stream(
+            lambda p: [_forever_after(0), Stream(events=EVENTS)], retries=1, waits=_abandon_wait
+        ),
+        check=_check_before_first_chunk,
+        needs=STALL,
+        applies=_on_tuned(_first_chunk_governs, _timeout(SHORT_TIMEOUT)),
+        tune=_timeout(SHORT_TIMEOUT),
     ),
-    _Row(
-        f"A stream silent after chunk {K} is abandoned in time and the stall surfaced",
-        "A client MUST abandon a stream that goes silent after its first chunk for longer "
-        "than its stall timeout (within one check interval), MUST NOT retry or replace it, "
-        "and MUST surface the stall to the consumer as an error.",
-        COMMIT,
-        lambda p: [_forever_after(K), Stream(events=EVENTS)],
-        _check_after_first_chunk,
-        SHORT_TIMEOUT,
-        settle=True,
+    get_id="SC-STALL-1",
+    post_id="SC-STALL-2",
+)
+register_row(
+    Row(
+        title=f"A stream silent after chunk {K} is abandoned in time and the stall surfaced",
+        requirement="A client MUST abandon a stream that goes silent after its first chunk for "
+        "longer than its stall timeout (within one check interval), MUST NOT retry or replace "
+        "it, and MUST surface the stall to the consumer as an error.",
+        source=COMMIT,
+        play=one_stream(
+            lambda p: [_forever_after(K), Stream(events=EVENTS)], waits=_abandon_wait, settle=True
+        ),
+        check=_check_after_first_chunk,
+        needs=STALL,
+        tune=_timeout(SHORT_TIMEOUT),
     ),
-    _Row(
-        "The stalled state is surfaced before the stream is abandoned",
-        'A client MUST surface a silent stream as "stalled" to its consumer before it '
-        "abandons the connection.",
-        SURFACE,
-        lambda p: [_forever_after(K)],
-        _check_state,
-        SHORT_TIMEOUT,
+    get_id="SC-STALL-3",
+    post_id="SC-STALL-4",
+)
+register_row(
+    Row(
+        title="The stalled state is surfaced before the stream is abandoned",
+        requirement='A client MUST surface a silent stream as "stalled" to its consumer before '
+        "it abandons the connection.",
+        source=SURFACE,
+        play=one_stream(lambda p: [_forever_after(K)], waits=_abandon_wait),
+        check=_check_state,
+        needs=STALL,
+        tune=_timeout(SHORT_TIMEOUT),
     ),
-    _Row(
-        "A gap of 2/3 of the stall timeout is waited out",
-        "A client MUST NOT abandon a stream whose silences stay below its stall timeout "
-        "(the seed's 60-second research phase under a 90-second timeout).",
-        SEED,
-        _gap_steps,
-        kept_through_silence,
-        GAP_TIMEOUT,
-        waits=lambda p: LEGIT_GAP * p.stall_timeout,
+    get_id="SC-STALL-5",
+    post_id="SC-STALL-6",
+)
+register_row(
+    Row(
+        title="A gap of 2/3 of the stall timeout is waited out",
+        requirement="A client MUST NOT abandon a stream whose silences stay below its stall "
+        "timeout (the seed's 60-second research phase under a 90-second timeout).",
+        source=SEED,
+        play=one_stream(_gap_steps, waits=lambda p: LEGIT_GAP * p.stall_timeout),
+        check=kept_through_silence,
+        needs=STALL,
+        tune=_timeout(GAP_TIMEOUT),
     ),
-    _Row(
-        "A keepalive-only stretch is judged by the profile's idle rule",
-        'Under the idle rule "bytes" a client MUST NOT abandon a stream that sends only '
-        'keepalive comments for longer than its stall timeout; under the rule "data" it '
-        "MUST abandon it within one check interval of the timeout and surface the stall.",
-        IDLE,
-        _keepalive_steps,
-        _check_keepalive,
-        KEEPALIVE_TIMEOUT,
-        waits=_keepalive_wait,
+    get_id="SC-STALL-7",
+    post_id="SC-STALL-8",
+)
+register_row(
+    Row(
+        title="A keepalive-only stretch is judged by the profile's idle rule",
+        requirement='Under the idle rule "bytes" a client MUST NOT abandon a stream that sends '
+        'only keepalive comments for longer than its stall timeout; under the rule "data" '
+        "it MUST abandon it within one check interval of the timeout and surface the stall.",
+        source=IDLE,
+        play=one_stream(_keepalive_steps, waits=_keepalive_wait),
+        check=_check_keepalive,
+        needs=STALL,
+        tune=_timeout(KEEPALIVE_TIMEOUT),
     ),
-]
-
-
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    tune = _timeout(row.timeout)
-    case = Case(
-        id=case_id,
-        title=row.title,
-        level=Level.MUST,
-        requirement=row.requirement,
-        source=row.source,
-        play=one_stream(row.steps, retries=row.retries, waits=row.waits, settle=row.settle),
-        check=row.check,
-        transport=transport,
-        needs=frozenset({transport, "stall"}),
-        tune=tune,
-    )
-    applies = row.applies
-    if applies is None:
-        return case
-    # Judged on the policy the case runs with, not the untuned profile.
-    return replace(case, applies=lambda p, t: applies(tune(p), t))
-
-
-for _n, _row in enumerate(ROWS, start=1):
-    register(_make(_row, "get", f"SC-STALL-{2 * _n - 1}"))
-    register(_make(_row, "post", f"SC-STALL-{2 * _n}"))
+    get_id="SC-STALL-9",
+    post_id="SC-STALL-10",
+)
