@@ -13,6 +13,8 @@ cannot tell that from a reset after it): never re-sent (MUST). A refused connect
 sent nothing, so re-sending cannot run it twice: retrying it is the seed article's
 default for network errors (SHOULD), while the seed library's narrower reading (it
 repeats only attempts that never started) keeps giving up conformant.
+
+Every row runs on POST only, registered with its id where it is written.
 """
 
 from __future__ import annotations
@@ -20,27 +22,25 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from conformance._case import (
-    Case,
     CaseContext,
-    Check,
     JsonBody,
     Level,
     MultipartBody,
     Outcome,
     Play,
     StreamRequest,
-    register,
 )
 from conformance._checks import all_of, delivered_exactly, ended_with_done, ended_with_error
 from conformance._evidence import Evidence
 from conformance.cases._common import (
     PATH,
+    Row,
     one_stream,
     refused_applies,
     refused_then_online,
+    register_row,
     retry_budget,
     settle_time,
 )
@@ -203,96 +203,86 @@ async def _play_multipart(ctx: CaseContext) -> None:
 # -- the catalog -------------------------------------------------------------------------
 
 
-def _case(
-    number: int,
-    title: str,
-    requirement: str,
-    play: Play,
-    check: Check,
-    *,
-    source: str = UNSAFE,
-    level: Level = Level.MUST,
-    applies: Callable[[ClientPolicy, str], str | None] | None = None,
-) -> Case:
-    case = Case(
-        id=f"SC-POST-{number}",
-        title=title,
-        level=level,
-        requirement=requirement,
-        source=source,
-        play=play,
-        check=check,
-        transport="post",
-        needs=frozenset({"post"}),
-    )
-    return case if applies is None else replace(case, applies=applies)
-
-
-CASES: list[Case] = [
-    _case(
-        1,
-        "A retried JSON POST sends the same body and headers",
-        "A client MUST send a retried POST with exactly the body bytes and the headers of the "
-        "first attempt (the idempotency key included).",
-        one_stream(
+register_row(
+    Row(
+        title="A retried JSON POST sends the same body and headers",
+        requirement="A client MUST send a retried POST with exactly the body bytes and the "
+        "headers of the first attempt (the idempotency key included).",
+        source=f"{ARTICLE}; seeds/000 §The Retryable-Error Matrix (503 retried)",
+        play=one_stream(
             lambda p: [Respond(status=503), Respond(status=503), Stream(events=EVENTS)], retries=2
         ),
-        _json_identical,
-        source=f"{ARTICLE}; seeds/000 §The Retryable-Error Matrix (503 retried)",
+        check=_json_identical,
     ),
-    _case(
-        2,
-        "A retried multipart POST with an image sends the same bytes",
-        "A client MUST send a retried multipart POST (a prompt and a 1.5 MB image) with the "
-        "same bytes: one boundary, chosen once, and the whole file every time.",
-        _play_multipart,
-        _multipart_identical,
+    post_id="SC-POST-1",
+)
+register_row(
+    Row(
+        title="A retried multipart POST with an image sends the same bytes",
+        requirement="A client MUST send a retried multipart POST (a prompt and a 1.5 MB image) "
+        "with the same bytes: one boundary, chosen once, and the whole file every time.",
         source=f"{ARTICLE}; RFC 9110 §9.2.2 (a repeated request must be the same request)",
+        play=_play_multipart,
+        check=_multipart_identical,
     ),
-    _case(
-        3,
-        "A non-idempotent POST answered 503 is not re-sent",
-        "A client MUST NOT re-send a non-idempotent request the server has answered, even with "
-        "a retryable status such as 503, and MUST surface the error.",
-        _unsafe(lambda p: [Respond(status=503), Stream(events=EVENTS)]),
-        _surfaced_once,
+    post_id="SC-POST-2",
+)
+register_row(
+    Row(
+        title="A non-idempotent POST answered 503 is not re-sent",
+        requirement="A client MUST NOT re-send a non-idempotent request the server has "
+        "answered, even with a retryable status such as 503, and MUST surface the error.",
+        source=UNSAFE,
+        play=_unsafe(lambda p: [Respond(status=503), Stream(events=EVENTS)]),
+        check=_surfaced_once,
     ),
-    _case(
-        4,
-        "A non-idempotent POST reset after the server saw it is not re-sent",
-        "A client MUST NOT re-send a non-idempotent request whose connection was reset after "
-        "the server received it, before any response byte, and MUST surface the error.",
-        _unsafe(lambda p: [Stream(events=EVENTS)], faults=[Fault.reset(0)]),
-        _surfaced_once,
+    post_id="SC-POST-3",
+)
+register_row(
+    Row(
+        title="A non-idempotent POST reset after the server saw it is not re-sent",
+        requirement="A client MUST NOT re-send a non-idempotent request whose connection was "
+        "reset after the server received it, before any response byte, and MUST surface the "
+        "error.",
+        source=UNSAFE,
+        play=_unsafe(lambda p: [Stream(events=EVENTS)], faults=[Fault.reset(0)]),
+        check=_surfaced_once,
     ),
-    _case(
-        5,
-        "A non-idempotent POST that breaks after the headers is not re-sent",
-        "A client MUST NOT re-send a non-idempotent request whose response broke after the "
-        "headers, before the first chunk, and MUST surface the error.",
-        _unsafe(lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)]),
-        _surfaced_once,
+    post_id="SC-POST-4",
+)
+register_row(
+    Row(
+        title="A non-idempotent POST that breaks after the headers is not re-sent",
+        requirement="A client MUST NOT re-send a non-idempotent request whose response broke "
+        "after the headers, before the first chunk, and MUST surface the error.",
+        source=UNSAFE,
+        play=_unsafe(lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)]),
+        check=_surfaced_once,
     ),
-    _case(
-        6,
-        "A non-idempotent POST whose bytes went out is not re-sent, seen or not",
-        "A client MUST NOT re-send a non-idempotent request once its bytes were written, even "
-        "if the connection broke before the server got them: the client cannot tell.",
-        _unsafe(lambda p: [Stream(events=EVENTS)], faults=[Fault.reset(0, "upstream")]),
-        _written_once,
+    post_id="SC-POST-5",
+)
+register_row(
+    Row(
+        title="A non-idempotent POST whose bytes went out is not re-sent, seen or not",
+        requirement="A client MUST NOT re-send a non-idempotent request once its bytes were "
+        "written, even if the connection broke before the server got them: the client cannot "
+        "tell.",
+        source=UNSAFE,
+        play=_unsafe(lambda p: [Stream(events=EVENTS)], faults=[Fault.reset(0, "upstream")]),
+        check=_written_once,
     ),
-    _case(
-        7,
-        "A non-idempotent POST refused at connect is retried",
-        "A client SHOULD retry a non-idempotent request whose connection was refused: no byte "
-        "was sent, so it cannot run twice.",
-        refused_then_online(lambda ctx: unsafe_request(), events=EVENTS),
-        _refused_then_sent,
-        source=f"seeds/000 §The Retryable-Error Matrix (retry network errors); {UNSAFE}",
+    post_id="SC-POST-6",
+)
+register_row(
+    Row(
+        title="A non-idempotent POST refused at connect is retried",
         level=Level.SHOULD,
+        requirement="A client SHOULD retry a non-idempotent request whose connection was "
+        "refused: no byte was sent, so it cannot run twice.",
+        source=f"seeds/000 §The Retryable-Error Matrix (retry network errors); {UNSAFE}",
+        play=refused_then_online(lambda ctx: unsafe_request(), events=EVENTS),
+        check=_refused_then_sent,
         applies=refused_applies,
     ),
-]
-
-for _case_obj in CASES:
-    register(_case_obj)
+    post_id="SC-POST-7",
+)
