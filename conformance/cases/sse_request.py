@@ -15,25 +15,19 @@ request"). A 204 is a server's way to say "stop reconnecting".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from conformance._case import (
-    Capability,
-    Case,
-    CaseContext,
-    Check,
-    Level,
-    Outcome,
-    Play,
-    register,
-)
+from conformance._case import CaseContext, Check, Level, Outcome, Play
 from conformance._checks import all_of, delivered_exactly, ended_with_done, ended_with_error
 from conformance._evidence import Evidence
 from conformance.cases._common import (
     PATH,
-    Transport,
+    RESUME,
+    Row,
     one_stream,
+    register_row,
     request_for,
     retry_budget,
     settle_time,
@@ -50,35 +44,6 @@ EVENTS = 4
 MAX_REQUESTS = 21  # Fetch §4.4: a 21st redirect is a network error (1 request + 20 redirects)
 MOVED = "/v1/moved"
 CALLER_HEADERS = (("authorization", "Bearer sk-streamcheck"), ("x-streamcheck-user", "u-17"))
-
-
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    level: Level
-    requirement: str
-    source: str
-    play: Play
-    check: Check
-    needs: frozenset[Capability] = frozenset()
-    applies: Callable[[ClientPolicy, str], str | None] | None = None
-
-
-def _register(row: _Row, get_id: str, post_id: str) -> None:
-    pairs: tuple[tuple[str, Transport], ...] = ((get_id, "get"), (post_id, "post"))
-    for case_id, transport in pairs:
-        case = Case(
-            id=case_id,
-            title=row.title,
-            level=row.level,
-            requirement=row.requirement,
-            source=row.source,
-            play=row.play,
-            check=row.check,
-            transport=transport,
-            needs=row.needs | {transport},
-        )
-        register(case if row.applies is None else replace(case, applies=row.applies))
 
 
 def _retries_503(policy: ClientPolicy, transport: str) -> str | None:
@@ -134,13 +99,12 @@ def _tokens(value: str | None) -> list[str]:
     return [part.split(";")[0].split("=")[0].strip().lower() for part in (value or "").split(",")]
 
 
-def _header_row(*, title: str, level: Level, requirement: str, source: str, check: Check) -> _Row:
-    """A row judging a header on a 503 and its retry (``check`` from ``_every_request``)."""
-    play = one_stream(_retried, retries=1)
-    return _Row(title, level, requirement, source, play, check, applies=_retries_503)
+# The header rows: a 503, then the stream, so each check (``_every_request``) judges the
+# retry too; a profile that does not retry a 503 has no retry to judge.
+_header_row = functools.partial(Row, play=one_stream(_retried, retries=1), applies=_retries_503)
 
 
-_register(
+register_row(
     _header_row(
         title="Every request accepts text/event-stream",
         level=Level.SHOULD,
@@ -155,7 +119,7 @@ _register(
     get_id="SC-SSE-19",
     post_id="SC-SSE-20",
 )
-_register(
+register_row(
     _header_row(
         title="Every request asks caches for a fresh answer (Cache-Control: no-cache)",
         level=Level.MUST,
@@ -170,7 +134,7 @@ _register(
     get_id="SC-SSE-21",
     post_id="SC-SSE-22",
 )
-_register(
+register_row(
     _header_row(
         title="Every request sends Pragma: no-cache for HTTP/1.0 caches",
         level=Level.SHOULD,
@@ -184,7 +148,7 @@ _register(
     get_id="SC-SSE-23",
     post_id="SC-SSE-24",
 )
-_register(
+register_row(
     _header_row(
         title="No Last-Event-ID before the stream has set an id",
         level=Level.MUST,
@@ -219,8 +183,8 @@ def _caller_headers(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(*(check(ev, policy) for check in checks))
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="The caller's headers go on every request, the retry included",
         level=Level.MUST,
         requirement="A client MUST send the headers its caller set (credentials, ids) on "
@@ -246,8 +210,8 @@ def _resumed_from_callers_id(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(Outcome.passed(want, "it does"), _answered(ev))
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="A Last-Event-ID the caller sets goes on the first request",
         level=Level.MUST,
         requirement="A client that lets its caller resume a stream read earlier MUST send the "
@@ -259,7 +223,7 @@ _register(
             lambda p: [Stream(events=EVENTS, ids=True, resume=True)], last_event_id="2"
         ),
         check=_resumed_from_callers_id,
-        needs=frozenset({"resume"}),
+        needs=RESUME,
     ),
     get_id="SC-SSE-29",
     post_id="SC-SSE-30",
@@ -321,8 +285,8 @@ def _all_follow(statuses: Sequence[int]) -> Check:
     return lambda ev, policy: all_of(*(_follows(status, ev) for status in statuses))
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="A 301, 302 or 303 is followed (a POST goes on as a GET without its body)",
         level=Level.MUST,
         requirement="A client MUST follow a 301, 302 or 303 to its Location and deliver the "
@@ -334,8 +298,8 @@ _register(
     get_id="SC-SSE-31",
     post_id="SC-SSE-32",
 )
-_register(
-    _Row(
+register_row(
+    Row(
         title="A 307 or 308 is followed with the same method and the same body bytes",
         level=Level.MUST,
         requirement="A client MUST follow a 307 or 308 to its Location with the same method "
@@ -366,8 +330,8 @@ def _retried_where_led(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(Outcome.passed(want, _trail(ev.attempts)), _answered(ev, path=MOVED))
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="After a 303, a retry goes where it led, never back to the original request",
         level=Level.MUST,
         requirement="A client that followed a redirect MUST send its later attempts (a retry, "
@@ -427,8 +391,8 @@ def _broken_fail(ev: Evidence, policy: ClientPolicy) -> Outcome:
     )
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="A redirect without a usable Location, or a loop, ends in an error",
         level=Level.MUST,
         requirement="A client MUST surface an error, deliver nothing and stop for a redirect "
@@ -459,8 +423,8 @@ def _stopped_by_204(ev: Evidence, policy: ClientPolicy) -> Outcome:
     )
 
 
-_register(
-    _Row(
+register_row(
+    Row(
         title="A 204 No Content stops the retries and is surfaced",
         level=Level.MUST,
         requirement="A client MUST stop at a 204 No Content, the server's sign to stop "
