@@ -12,26 +12,17 @@ the server: a strict lower bound on a gap) and through a canary, a new stream on
 another path of the same client that must fail fast (``circuit_open``, no
 request) or reach the server. A canary starts only once the client provably
 booked the failures before it: the stream that failed made its next request, or
-ended. Row k gets SC-BREAKER-(2k-1) for GET and SC-BREAKER-2k for POST. The
-timing of every check is explained in docs/timing-breaker.md.
+ended. Each row is registered for GET (the odd id) and POST (the even id) in the
+catalog at the end. The timing of every check is explained in docs/timing-breaker.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from conformance._case import (
-    Case,
-    CaseContext,
-    Check,
-    Level,
-    Outcome,
-    Play,
-    StreamRequest,
-    register,
-)
+from conformance._case import Capability, CaseContext, Check, Outcome, Play, StreamRequest
 from conformance._checks import (
     REACTION_DEADLINE,
     all_of,
@@ -48,8 +39,9 @@ from conformance.cases._common import (
     BASE_SLACK,
     PATH,
     PER_ATTEMPT_SLACK,
-    Transport,
+    Row,
     one_stream,
+    register_row,
     request_for,
     retry_budget,
 )
@@ -72,6 +64,7 @@ STEADY_WINDOW = 30.0  # the seed library's real window: a whole scenario fits in
 PAST_COOLDOWN = 1.5  # new callers start this many cooldowns after the trip was seen
 FAST_CALLERS = 3  # new streams started while the breaker is open
 NEW_CALLERS = 4  # new streams started together once it has cooled down
+BREAKER: frozenset[Capability] = frozenset({"breaker"})
 
 
 # -- scripts and requests ----------------------------------------------------------------
@@ -708,165 +701,201 @@ def _check_new_callers(ev: Evidence, policy: ClientPolicy) -> Outcome:
 
 # -- the catalog -------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class _Row:
-    title: str
-    requirement: str
-    play: Play
-    check: Check
-    applies: Callable[[ClientPolicy, str], str | None]
-    tune: Callable[[ClientPolicy], ClientPolicy] | None = None
-    source: str = SEED
-
-
-ROWS: list[_Row] = [
-    _Row(
-        "The breaker opens after K consecutive failures",
-        "After the threshold of consecutive failures a client MUST open its breaker: no "
-        "request reaches the server for the whole cooldown, then one probe does.",
-        _play_failures(0),
-        _check_opens,
-        _consecutive,
-        _fast,
+register_row(
+    Row(
+        title="The breaker opens after K consecutive failures",
+        requirement="After the threshold of consecutive failures a client MUST open its "
+        "breaker: no request reaches the server for the whole cooldown, then one probe does.",
+        source=SEED,
+        play=_play_failures(0),
+        check=_check_opens,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
     ),
-    _Row(
-        "One half-open probe, however many callers wait",
-        "When the cooldown ends a client MUST let exactly one probe through, even when many "
-        "streams of the client are waiting on the breaker.",
-        _play_waiters,
-        _check_single_probe,
-        _consecutive,
-        _fast_single,
+    get_id="SC-BREAKER-1",
+    post_id="SC-BREAKER-2",
+)
+register_row(
+    Row(
+        title="One half-open probe, however many callers wait",
+        requirement="When the cooldown ends a client MUST let exactly one probe through, even "
+        "when many streams of the client are waiting on the breaker.",
+        source=SEED,
+        play=_play_waiters,
+        check=_check_single_probe,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast_single,
     ),
-    _Row(
-        "A successful probe closes the breaker and resets the count",
-        "A probe that succeeds MUST close the breaker and reset the failure count: a new "
-        "stream is admitted, and threshold-1 failures after it do not open the breaker.",
-        _play_then_canary(lambda p: [*[_fail()] * p.breaker.threshold, _ok()]),
-        _check_closes,
-        _consecutive,
-        _fast,
+    get_id="SC-BREAKER-3",
+    post_id="SC-BREAKER-4",
+)
+register_row(
+    Row(
+        title="A successful probe closes the breaker and resets the count",
+        requirement="A probe that succeeds MUST close the breaker and reset the failure count: "
+        "a new stream is admitted, and threshold-1 failures after it do not open the breaker.",
+        source=SEED,
+        play=_play_then_canary(lambda p: [*[_fail()] * p.breaker.threshold, _ok()]),
+        check=_check_closes,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
     ),
-    _Row(
-        "A failed probe re-opens the breaker for another cooldown",
-        "A probe that fails MUST re-open the breaker: no request for another full cooldown.",
-        _play_failures(1),
-        _check_reopens,
-        _consecutive,
-        _fast,
+    get_id="SC-BREAKER-5",
+    post_id="SC-BREAKER-6",
+)
+register_row(
+    Row(
+        title="A failed probe re-opens the breaker for another cooldown",
+        requirement="A probe that fails MUST re-open the breaker: no request for another full "
+        "cooldown.",
+        source=SEED,
+        play=_play_failures(1),
+        check=_check_reopens,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
     ),
-    _Row(
-        "A new stream fails fast while the breaker is open",
-        "A stream started while the breaker is open MUST fail at once with a circuit-open "
-        "error, without sending a request.",
-        _play_fail_fast,
-        _check_fail_fast,
-        _consecutive_slow,
+    get_id="SC-BREAKER-7",
+    post_id="SC-BREAKER-8",
+)
+register_row(
+    Row(
+        title="A new stream fails fast while the breaker is open",
+        requirement="A stream started while the breaker is open MUST fail at once with a "
+        "circuit-open error, without sending a request.",
+        source=SEED,
+        play=_play_fail_fast,
+        check=_check_fail_fast,
+        needs=BREAKER,
+        applies=_consecutive_slow,
     ),
-    _Row(
-        "A success resets the consecutive count",
-        "A success MUST reset the consecutive-failure count: threshold-1 failures, a "
-        "success, threshold-1 failures never open the breaker.",
-        _play_then_canary(lambda p: [*[_fail()] * (p.breaker.threshold - 1), _ok()]),
-        _check_then_canary(lambda k: k, "threshold-1 failures, then the answer"),
-        _consecutive,
-        _fast,
+    get_id="SC-BREAKER-9",
+    post_id="SC-BREAKER-10",
+)
+register_row(
+    Row(
+        title="A success resets the consecutive count",
+        requirement="A success MUST reset the consecutive-failure count: threshold-1 failures, "
+        "a success, threshold-1 failures never open the breaker.",
+        source=SEED,
+        play=_play_then_canary(lambda p: [*[_fail()] * (p.breaker.threshold - 1), _ok()]),
+        check=_check_then_canary(lambda k: k, "threshold-1 failures, then the answer"),
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
     ),
-    _Row(
-        "Mid-stream failures do not count (consecutive breaker)",
-        "A client MUST NOT count failures after a stream's first chunk: threshold streams "
-        "that each fail mid-stream leave the breaker closed, and the next stream connects "
-        "at once.",
-        _play_midstream,
-        _check_midstream,
-        _consecutive_slow,
+    get_id="SC-BREAKER-11",
+    post_id="SC-BREAKER-12",
+)
+register_row(
+    Row(
+        title="Mid-stream failures do not count (consecutive breaker)",
+        requirement="A client MUST NOT count failures after a stream's first chunk: threshold "
+        "streams that each fail mid-stream leave the breaker closed, and the next stream "
+        "connects at once.",
         source=f"{MIDSTREAM}; {SEED}",
+        play=_play_midstream,
+        check=_check_midstream,
+        needs=BREAKER,
+        applies=_consecutive_slow,
     ),
-    _Row(
-        "The breaker opens at the failure ratio once the minimum throughput is reached",
-        "A failure-ratio breaker MUST open when, with at least the minimum throughput of calls "
-        "in the window, the failure ratio reaches the profile's ratio; a new stream then "
-        "fails fast without a request.",
-        _play_plan(_plan_opens),
-        _check_plan(_plan_opens, opens=True),
-        _ratio,
-        _steady,
-        LIBRARY,
+    get_id="SC-BREAKER-13",
+    post_id="SC-BREAKER-14",
+)
+register_row(
+    Row(
+        title="The breaker opens at the failure ratio once the minimum throughput is reached",
+        requirement="A failure-ratio breaker MUST open when, with at least the minimum "
+        "throughput of calls in the window, the failure ratio reaches the profile's ratio; a "
+        "new stream then fails fast without a request.",
+        source=LIBRARY,
+        play=_play_plan(_plan_opens),
+        check=_check_plan(_plan_opens, opens=True),
+        needs=BREAKER,
+        applies=_ratio,
+        tune=_steady,
     ),
-    _Row(
-        "Below the minimum throughput the breaker stays closed",
-        "A failure-ratio breaker MUST NOT open before the window holds the minimum "
+    get_id="SC-BREAKER-15",
+    post_id="SC-BREAKER-16",
+)
+register_row(
+    Row(
+        title="Below the minimum throughput the breaker stays closed",
+        requirement="A failure-ratio breaker MUST NOT open before the window holds the minimum "
         "throughput of calls, even when every call failed.",
-        _play_plan(_plan_below_minimum),
-        _check_plan(_plan_below_minimum, opens=False),
-        _ratio,
-        _steady,
-        LIBRARY,
+        source=LIBRARY,
+        play=_play_plan(_plan_below_minimum),
+        check=_check_plan(_plan_below_minimum, opens=False),
+        needs=BREAKER,
+        applies=_ratio,
+        tune=_steady,
     ),
-    _Row(
-        "Calls older than the window do not count",
-        "A failure-ratio breaker MUST count only the calls inside its sliding window: "
-        "failures older than the window cannot open it.",
-        _play_plan(_plan_window),
-        _check_plan(_plan_window, opens=False),
-        _ratio,
-        _steady_cooldown,
-        LIBRARY,
-    ),
-    _Row(
-        "Mid-stream failures do not count (failure-ratio breaker)",
-        "A client MUST NOT count failures after a stream's first chunk: the minimum "
-        "throughput of streams that each fail mid-stream leave the breaker closed, and the "
-        "next stream connects at once.",
-        _play_midstream,
-        _check_midstream,
-        _ratio,
-        _steady,
-        MIDSTREAM,
-    ),
-]
-
-
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    return Case(
-        id=case_id,
-        title=row.title,
-        level=Level.MUST,
-        requirement=row.requirement,
-        source=row.source,
-        play=row.play,
-        check=row.check,
-        transport=transport,
-        needs=frozenset({"breaker", transport}),
-        applies=row.applies,
-        tune=row.tune,
-    )
-
-
-NEXT_STREAM = _Row(
-    "After the cooldown a new stream is the probe and closes the breaker",
-    "Once the cooldown has passed, a client MUST let a new stream through as the probe; "
-    "its success closes the breaker, and the next new stream goes through at once.",
-    _play_next_stream,
-    _check_next_stream,
-    _consecutive,
-    _fast,
+    get_id="SC-BREAKER-17",
+    post_id="SC-BREAKER-18",
 )
-NEW_CALLERS_ROW = _Row(
-    "One probe among new callers after the cooldown",
-    "When the cooldown ends a client MUST let exactly one probe through, also when its "
-    "callers failed fast while the breaker was open and several new ones start at once.",
-    _play_new_callers,
-    _check_new_callers,
-    _consecutive,
-    _fast,
+register_row(
+    Row(
+        title="Calls older than the window do not count",
+        requirement="A failure-ratio breaker MUST count only the calls inside its sliding "
+        "window: failures older than the window cannot open it.",
+        source=LIBRARY,
+        play=_play_plan(_plan_window),
+        check=_check_plan(_plan_window, opens=False),
+        needs=BREAKER,
+        applies=_ratio,
+        tune=_steady_cooldown,
+    ),
+    get_id="SC-BREAKER-19",
+    post_id="SC-BREAKER-20",
 )
-
-for _n, _row in enumerate(ROWS, start=1):
-    register(_make(_row, "get", f"SC-BREAKER-{2 * _n - 1}"))
-    register(_make(_row, "post", f"SC-BREAKER-{2 * _n}"))
-register(_make(NEXT_STREAM, "get", "SC-BREAKER-23"))
-register(_make(NEXT_STREAM, "post", "SC-BREAKER-24"))
-register(_make(NEW_CALLERS_ROW, "get", "SC-BREAKER-25"))
-register(_make(NEW_CALLERS_ROW, "post", "SC-BREAKER-26"))
+register_row(
+    Row(
+        title="Mid-stream failures do not count (failure-ratio breaker)",
+        requirement="A client MUST NOT count failures after a stream's first chunk: the "
+        "minimum throughput of streams that each fail mid-stream leave the breaker closed, "
+        "and the next stream connects at once.",
+        source=MIDSTREAM,
+        play=_play_midstream,
+        check=_check_midstream,
+        needs=BREAKER,
+        applies=_ratio,
+        tune=_steady,
+    ),
+    get_id="SC-BREAKER-21",
+    post_id="SC-BREAKER-22",
+)
+register_row(
+    Row(
+        title="After the cooldown a new stream is the probe and closes the breaker",
+        requirement="Once the cooldown has passed, a client MUST let a new stream through as "
+        "the probe; its success closes the breaker, and the next new stream goes through at "
+        "once.",
+        source=SEED,
+        play=_play_next_stream,
+        check=_check_next_stream,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
+    ),
+    get_id="SC-BREAKER-23",
+    post_id="SC-BREAKER-24",
+)
+register_row(
+    Row(
+        title="One probe among new callers after the cooldown",
+        requirement="When the cooldown ends a client MUST let exactly one probe through, also "
+        "when its callers failed fast while the breaker was open and several new ones start "
+        "at once.",
+        source=SEED,
+        play=_play_new_callers,
+        check=_check_new_callers,
+        needs=BREAKER,
+        applies=_consecutive,
+        tune=_fast,
+    ),
+    get_id="SC-BREAKER-25",
+    post_id="SC-BREAKER-26",
+)
