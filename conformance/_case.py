@@ -247,6 +247,10 @@ class Case:
     # True when the check holds for the untuned policy too (it reads its bounds from
     # the policy): a client that cannot be configured then runs the profile as is.
     tune_optional: bool = False
+    # The check judges many clients' waits measured together (the jitter spread, the
+    # herd): the runner keeps the kit's own garbage collector from pausing every
+    # thread while the case plays.
+    quiet_gc: bool = False
 
     @property
     def area(self) -> str:

@@ -18,10 +18,11 @@ import asyncio
 import concurrent.futures
 import contextlib
 import fnmatch
+import gc
 import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -570,7 +571,8 @@ class SuiteRunner:
         holder.append(ctx)
         started = now()
         try:
-            await asyncio.wait_for(case.play(ctx), self.case_timeout)
+            with _quiet_gc(case.quiet_gc):
+                await asyncio.wait_for(case.play(ctx), self.case_timeout)
             hung = ctx.hung()  # judged as the case ends, before its streams are closed
             if hung is not None:
                 raise HarnessError(hung)
@@ -625,6 +627,24 @@ class SuiteRunner:
         self._close_adapter()
         self._stop_loop()
         self._start_adapter()
+
+
+@contextlib.contextmanager
+def _quiet_gc(on: bool) -> Iterator[None]:
+    """Keep the kit's own garbage collector from pausing every thread mid-measurement.
+
+    A full collection of a large test process takes tens of milliseconds and holds
+    the GIL: the server would stamp every arrival due in that pause late, together.
+    Freezing the existing objects leaves only the case's own to collect.
+    """
+    if not on:
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

@@ -8,6 +8,7 @@ is the one the runner takes. ``Noise()`` (unmeasured) is tested where it still d
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -15,9 +16,20 @@ from dataclasses import replace
 import pytest
 from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 
-from conformance import Delivery, Evidence, Outcome, get_case
+from conformance import Delivery, Evidence, Outcome, all_cases, get_case
 from conformance._profiles import get_profile
-from conformance._runner import REJUDGE_FACTORS
+from conformance._runner import REJUDGE_FACTORS, _quiet_gc
+from conformance._stats import (
+    HERD_RANGE,
+    HERD_RISK,
+    HERD_WINDOW,
+    herd_limit,
+    herd_outcome,
+    jitter_outcome,
+    range_probability,
+    scan_bound,
+    scan_max,
+)
 from conformance._timing import (
     PATH_FLOOR,
     UNMEASURED_SLACK,
@@ -28,17 +40,7 @@ from conformance._timing import (
     wait_from,
 )
 from conformance.cases import backoff as bk
-from conformance.cases.backoff import (
-    envelope_outcome,
-    envelope_resolution,
-    first_delay_range,
-    herd_limit,
-    herd_outcome,
-    jitter_outcome,
-    range_probability,
-    scan_bound,
-    scan_max,
-)
+from conformance.cases.backoff import envelope_outcome, envelope_resolution, first_delay_range
 from conformance.reference._config import BackoffConfig, ClientPolicy
 from fake_servers import Attempt, Connection, SentEvent
 
@@ -585,9 +587,9 @@ class TestScanStatistics:
 
     def test_the_herd_limit_is_below_the_risk(self):
         """The limit for 50 clients and a fifth of the range fails with p < 1e-7."""
-        limit = herd_limit(50, bk.HERD_WINDOW)
-        assert scan_bound(50, bk.HERD_WINDOW, limit) < bk.HERD_RISK
-        assert scan_bound(50, bk.HERD_WINDOW, limit - 1) >= bk.HERD_RISK
+        limit = herd_limit(50, HERD_WINDOW)
+        assert scan_bound(50, HERD_WINDOW, limit) < HERD_RISK
+        assert scan_bound(50, HERD_WINDOW, limit - 1) >= HERD_RISK
         assert limit == 31
 
     def test_the_range_probability_matches_simulation(self):
@@ -599,7 +601,7 @@ class TestScanStatistics:
             pts = [rng.random() for _ in range(50)]
             hits += max(pts) - min(pts) < 0.9
         assert hits / trials == pytest.approx(range_probability(50, 0.9), abs=0.01)
-        assert range_probability(50, bk.HERD_RANGE) < 1e-9
+        assert range_probability(50, HERD_RANGE) < 1e-9
 
 
 CUT = 1.0
@@ -757,3 +759,19 @@ class TestRegistration:
                 assert t.breaker.kind == "none"
                 assert t.first_chunk_timeout is None
                 assert t.backoff.jitter == policy.backoff.jitter
+
+
+def test_the_runner_quiets_the_collector_for_the_many_client_cases():
+    """The jitter and herd cases ask the runner (``quiet_gc``) to freeze the garbage
+    collector while they play; it is frozen inside and thawed after."""
+    assert {c.id for c in all_cases() if c.quiet_gc} == {
+        "SC-BACKOFF-9",
+        "SC-BACKOFF-10",
+        "SC-BACKOFF-11",
+    }
+    assert gc.get_freeze_count() == 0
+    with _quiet_gc(True):
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    with _quiet_gc(False):
+        assert gc.get_freeze_count() == 0

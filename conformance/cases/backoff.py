@@ -1,7 +1,8 @@
 """SC-BACKOFF: exponential backoff with jitter, caps that widen, and the thundering herd.
 
-Row k gets SC-BACKOFF-(2k-1) for GET and SC-BACKOFF-2k for POST; the herd row is
-GET only (the seed's herd is EventSource connections), so SC-BACKOFF-12 is reserved.
+Each row is registered for GET (the odd id) and POST (the even id) where it is
+written; the herd row is GET only (the seed's herd is EventSource connections), so
+SC-BACKOFF-12 is reserved. The jitter and herd statistics are ``conformance._stats``.
 
 How waits are measured (docs/timing.md and docs/timing-backoff.md): each client's
 own wait is an interval from ``conformance._timing.wait_between`` (or ``wait_from``,
@@ -12,52 +13,34 @@ undecidable (re-judged at a coarser scale) when the noise could hide its flaw.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
 import math
-import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from conformance._case import (
-    Case,
     CaseContext,
     Figure,
     FigureSample,
-    Level,
     Outcome,
     SetupFailed,
     StreamRequest,
-    register,
 )
 from conformance._checks import all_of, ended_with_done
 from conformance._evidence import Evidence
-from conformance._timing import (
-    PATH_FLOOR,
-    Noise,
-    Wait,
-    decide,
-    describe_waits,
-    ms,
-    wait_between,
-    wait_from,
+from conformance._stats import herd_outcome, jitter_outcome
+from conformance._timing import PATH_FLOOR, Noise, Wait, decide, ms, wait_between, wait_from
+from conformance.cases._common import (
+    Row,
+    Transport,
+    one_stream,
+    register_row,
+    request_for,
+    retry_budget,
 )
-from conformance.cases._common import Transport, one_stream, request_for, retry_budget
 from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
 from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream
 
-__all__ = [
-    "envelope_outcome",
-    "envelope_resolution",
-    "first_delay_range",
-    "herd_limit",
-    "herd_outcome",
-    "jitter_outcome",
-    "range_probability",
-    "scan_bound",
-    "scan_max",
-]
+__all__ = ["delays_figure", "envelope_outcome", "envelope_resolution", "first_delay_range"]
 
 SEED = "seeds/000 §Exponential Backoff Is Table Stakes. Jitter Is What Saves You."
 RETRY_AFTER = "RFC 9110 §10.2.3 (Retry-After); seeds/000 §The Retryable-Error Matrix (429, 503)"
@@ -68,25 +51,16 @@ ROOT = "/v1/backoff"
 # The users arrive JITTER_STAGGER apart so their failures do not queue up behind
 # each other; the policy is tuned so the first delay's jitter range is JITTER_SPAN
 # wide. Each client's own wait is an interval (``conformance._timing``); the rules
-# (``jitter_outcome``) fail and pass on sure evidence only, so the measured noise can
-# make the case undecidable, never FAIL.
+# (``conformance._stats.jitter_outcome``) fail and pass on sure evidence only, so the
+# measured noise can make the case undecidable, never FAIL.
 JITTER_CLIENTS = 50
 JITTER_STAGGER = 0.003
 JITTER_SPAN = 0.15
-JITTER_RANGE = 0.3  # of the span, the waits must spread over (trimmed of outliers)
-JITTER_EDGE = 0.5  # some wait in the top half of the range
-JITTER_FLOOR = 0.5  # and some in the bottom half
-JITTER_RESOLUTION = 0.4  # of the span: the overshoot a broken client shows
-JITTER_OUTLIERS = 0.1  # of the waits, on each side, that no rule counts
 # The herd: HERD_CLIENTS lose their streams at one instant. Each client's own delay,
-# from the cut to its reconnect, is an interval; the delays must spread over
-# HERD_RANGE of the jitter span, and no window of HERD_WINDOW x the span may hold
-# more of them than uniform jitter would put there with probability HERD_RISK.
+# from the cut to its reconnect, is an interval, judged by
+# ``conformance._stats.herd_outcome``.
 HERD_CLIENTS = 50
 HERD_SPAN = 0.6  # the cut's own burst widens every interval by up to ~0.12 s (quiet)
-HERD_RANGE = 0.6
-HERD_WINDOW = 0.2
-HERD_RISK = 1e-7
 HERD_HOLD = 0.05  # reconnects are answered late: answering them does not delay arrivals
 PER_CLIENT = 0.05  # deadline allowance per client for setting it up on a busy machine
 
@@ -192,7 +166,7 @@ def delays_figure(
     return Figure("delays", label, tuple(samples))
 
 
-# -- statistics ------------------------------------------------------------------------
+# -- the jitter's declared range ---------------------------------------------------------
 
 
 def first_delay_range(backoff: BackoffConfig) -> tuple[float, float]:
@@ -216,224 +190,6 @@ def _jitter_applies(policy: ClientPolicy, transport: str) -> str | None:
     if policy.max_attempts is not None and policy.max_attempts < 2:
         return "the profile never retries"
     return None
-
-
-def scan_max(times: Sequence[float], width: float) -> int:
-    """The largest number of ``times`` inside any window ``[t, t + width)``."""
-    ordered = sorted(times)
-    best = 0
-    j = 0
-    for i, start in enumerate(ordered):
-        j = max(j, i)
-        while j < len(ordered) and ordered[j] < start + width:
-            j += 1
-        best = max(best, j - i)
-    return best
-
-
-def _binomial_tail(n: int, p: float, k: int) -> float:
-    """P(Binomial(n, p) >= k)."""
-    if k <= 0:
-        return 1.0
-    p = min(max(p, 0.0), 1.0)
-    return sum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1))
-
-
-def scan_bound(n: int, width: float, k: int) -> float:
-    """An upper bound on P(some window of ``width`` holds >= ``k`` of ``n`` uniform points).
-
-    The points are uniform on [0, 1]. Every window of ``width`` lies inside one of
-    the grid windows ``[j * h, j * h + width + h)`` with ``h = width / m``, so the
-    probability is at most their number times a binomial tail; the best ``m`` wins.
-    """
-    best = 1.0
-    for m in range(1, 65):
-        step = width / m
-        windows = math.floor((1 - width) / step) + 2
-        best = min(best, windows * _binomial_tail(n, width + step, k))
-    return best
-
-
-@functools.cache
-def herd_limit(n: int, width: float, risk: float = HERD_RISK) -> int:
-    """The smallest ``k`` whose ``scan_bound`` is below ``risk``."""
-    return next(k for k in range(1, n + 2) if k > n or scan_bound(n, width, k) < risk)
-
-
-def _jitter_figure(samples: Sequence[Wait], spread: tuple[float, float]) -> Figure:
-    low, high = spread
-    return Figure(
-        "delays",
-        "each client's first delay against the declared jitter range",
-        tuple(
-            FigureSample(f"client {i}", w.measured, w.least, w.most, low, high)
-            for i, w in enumerate(samples)
-        ),
-    )
-
-
-def jitter_outcome(
-    samples: Sequence[Wait], spread: tuple[float, float], noise_line: str = ""
-) -> Outcome:
-    """The delays spread over their declared jitter range, and do not leave it.
-
-    Every rule fails only on sure evidence, where ``k`` = JITTER_OUTLIERS of the waits
-    may be outliers on each side:
-
-    - more than ``k`` waits surely beyond the range's end (or before its start);
-    - bunched: the waits could not spread over JITTER_RANGE of the span even at the
-      widest their intervals allow (the ``k+1``-th largest ``most`` against the
-      ``k+1``-th smallest ``least``): no jitter, too little, or one fixed delay;
-    - every wait surely below the top JITTER_EDGE of the range, or surely above its
-      bottom JITTER_FLOOR.
-
-    It passes on sure evidence too: the waits surely spread over JITTER_RANGE of the
-    span (the second largest ``least`` against the second smallest ``most``: sure
-    spread is sound by construction, so one outlier a side is enough to set aside),
-    some wait surely in the top part and some surely in the bottom part, and at most
-    ``k`` that could be beyond the end. Anything between is undecidable (the measured
-    noise hides it).
-
-    Args:
-        samples: One first-retry wait per independent client.
-        spread: The range the first delay is declared uniform on.
-        noise_line: The measured noise's headline, for an undecidable outcome.
-
-    Returns:
-        The outcome, with the sample's summary and a figure of every wait.
-    """
-    low, high = spread
-    span = high - low
-    samples = _as_points_if_unmeasured(samples)
-    n = len(samples)
-    k = math.floor(JITTER_OUTLIERS * n)
-    leasts = sorted(w.least for w in samples)
-    mosts = sorted(w.most for w in samples)
-    could_spread = mosts[-(k + 1)] - leasts[k]
-    sure_spread = leasts[-2] - mosts[1] if n > 2 else 0.0
-    top_at, bottom_at = low + (1 - JITTER_EDGE) * span, low + JITTER_FLOOR * span
-    decisions = [decide(w, low, high, JITTER_RESOLUTION * span) for w in samples]
-    out, open_ = decisions.count("out"), decisions.count("unsure")
-    want = (
-        f"{n} clients' own first delays spread over {_window(low, high)}: surely over "
-        f"{JITTER_RANGE:.0%} of it (but {k} outliers a side), some surely in its top and "
-        f"bottom {JITTER_EDGE:.0%}, at most {k} surely outside it"
-    )
-    observed = (
-        f"spread surely {ms(max(sure_spread, 0.0))}, at most {ms(could_spread)}; highest "
-        f"surely at {(leasts[-1] - low) / span:.2f} of the range, lowest surely at "
-        f"{(mosts[0] - low) / span:.2f}; {out} surely outside"
-        + (f", {open_} undecidable" if open_ else "")
-    )
-    details = (f"waits measured (ms): {describe_waits(samples)}",)
-    figure = _jitter_figure(samples, spread)
-
-    def failed(problem: str) -> Outcome:
-        return Outcome.failed(want, f"{problem}: {observed}", *details, figure=figure)
-
-    if out > k:
-        return failed("delays outside the declared jitter range")
-    if could_spread < JITTER_RANGE * span:
-        return failed("bunched: the delays do not spread as the declared jitter does")
-    if mosts[-1] < top_at:
-        return failed("no delay reached the top of the range")
-    if leasts[0] > bottom_at:
-        return failed("no delay came near the bottom of the range")
-    sure = (
-        sure_spread >= JITTER_RANGE * span
-        and leasts[-1] >= top_at
-        and mosts[0] <= bottom_at
-        and out + open_ <= k
-    )
-    if not sure:
-        return Outcome.unsure(
-            want, f"the noise hides the spread: {observed}", noise_line, *details, figure=figure
-        )
-    return Outcome(True, want, observed, details, figure)
-
-
-def _as_points_if_unmeasured(waits: Sequence[Wait]) -> Sequence[Wait]:
-    """Without measured noise nothing is undecidable (``conformance._timing``): the
-    statistics judge the measured waits as points."""
-    if any(w.known for w in waits):
-        return waits
-    return [Wait(w.measured, w.measured, w.measured, known=False) for w in waits]
-
-
-def range_probability(n: int, share: float) -> float:
-    """P(``n`` uniform points on [0, 1] all fall within some interval of length ``share``)."""
-    return n * share ** (n - 1) - (n - 1) * share**n
-
-
-def _most_in_window(waits: Sequence[Wait], width: float, sure: bool) -> int:
-    """The most waits in one window of ``width``: surely inside it (whole interval), or
-    possibly (interval meets it)."""
-    best = 0
-    for start in sorted({w.least for w in waits} | {w.most - width for w in waits}):
-        end = start + width
-        if sure:
-            count = sum(1 for w in waits if w.least >= start and w.most <= end)
-        else:
-            count = sum(1 for w in waits if w.most >= start and w.least <= end)
-        best = max(best, count)
-    return best
-
-
-def herd_outcome(delays: Sequence[Wait], clients: int, spread: tuple[float, float]) -> Outcome:
-    """The herd's own delays (each client from the cut to its reconnect) are spread out:
-    over most of the declared range, and no window holds more of them than uniform
-    jitter would put there.
-
-    Args:
-        delays: Each reconnected client's delay, as an interval.
-        clients: How many clients lost their stream.
-        spread: The range each first delay is declared uniform on.
-
-    Returns:
-        The outcome, with the delays' spread and busiest window against the limits.
-    """
-    low, high = spread
-    span = high - low
-    width = HERD_WINDOW * span
-    limit = herd_limit(clients, HERD_WINDOW)
-    want = (
-        f"all {clients} clients reconnect, their own delays spread over at least "
-        f"{ms(HERD_RANGE * span)} and at most {limit - 1} of them in any {ms(width)} (for "
-        f"uniform jitter over {ms(span)} either fails with p < {HERD_RISK:g})"
-    )
-    if len(delays) < clients:
-        return Outcome.failed(want, f"{len(delays)} of {clients} clients reconnected")
-    delays = _as_points_if_unmeasured(delays)
-    figure = Figure(
-        "delays",
-        "each client's delay from the cut to its reconnect",
-        tuple(
-            FigureSample(f"client {i}", w.measured, w.least, w.most, low, high)
-            for i, w in enumerate(delays)
-        ),
-    )
-    sure_spread = max(w.least for w in delays) - min(w.most for w in delays)
-    could_spread = max(w.most for w in delays) - min(w.least for w in delays)
-    sure_bunch = _most_in_window(delays, width, sure=True)
-    could_bunch = _most_in_window(delays, width, sure=False)
-    observed = (
-        f"delays from {ms(min(w.measured for w in delays))} to "
-        f"{ms(max(w.measured for w in delays))}, surely spread over {ms(max(sure_spread, 0))}; "
-        f"{sure_bunch} surely and {could_bunch} possibly in one {ms(width)} window"
-    )
-    details = (f"delays measured (ms): {describe_waits(delays)}",)
-    if could_spread < HERD_RANGE * span or sure_bunch >= limit:
-        return Outcome.failed(want, f"bunched: {observed}", *details, figure=figure)
-    # A window widened by a typical interval's width: a correct herd's intervals meet
-    # one that wide no more often than uniform points fall into it.
-    widened = (
-        math.ceil(100 * (HERD_WINDOW + statistics.median(w.most - w.least for w in delays) / span))
-        / 100
-    )
-    could_limit = herd_limit(clients, min(widened, 1.0))
-    if sure_spread < HERD_RANGE * span or could_bunch >= could_limit:
-        return Outcome.unsure(want, f"noise hides the spread: {observed}", *details, figure=figure)
-    return Outcome(True, want, observed, details, figure)
 
 
 # -- tuning ------------------------------------------------------------------------------
@@ -506,11 +262,9 @@ def _check_envelope(ev: Evidence, policy: ClientPolicy) -> Outcome:
     )
 
 
-def _envelope(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="Each retry waits within its attempt's envelope",
-        level=Level.MUST,
         requirement=(
             "A client MUST wait before retry n at least the capped exponential delay "
             "min(base * 2^(n-1), cap(n)) and at most that plus its declared jitter."
@@ -520,7 +274,10 @@ def _envelope(transport: Transport) -> Case:
         check=_check_envelope,
         applies=lambda p, t: None if _envelope_retries(p) >= 1 else "the profile never retries",
         tune=_envelope_tune,
-    )
+    ),
+    get_id="SC-BACKOFF-1",
+    post_id="SC-BACKOFF-2",
+)
 
 
 # -- row 2: exponential growth to caps that widen ----------------------------------------------
@@ -566,11 +323,9 @@ def _check_caps(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(outcome, ended_with_done(ev))
 
 
-def _caps(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="Delays grow exponentially up to a cap that widens with the attempts",
-        level=Level.MUST,
         requirement=(
             "A client MUST double its delay with every retry up to the cap, and MUST widen "
             "the cap as its profile says (seeds: 2 s, then 3 s after 5 attempts, then 5 s "
@@ -581,7 +336,10 @@ def _caps(transport: Transport) -> Case:
         check=_check_caps,
         applies=_caps_applies,
         tune=_caps_tune,
-    )
+    ),
+    get_id="SC-BACKOFF-3",
+    post_id="SC-BACKOFF-4",
+)
 
 
 # -- row 3: the count starts over after a success -----------------------------------------
@@ -659,11 +417,9 @@ def _check_reset(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return Outcome.failed(want, row, "the first stream:", *earlier)
 
 
-def _reset(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="The attempt count starts over after a successful stream",
-        level=Level.MUST,
         requirement=(
             "After a stream completes, a client MUST count attempts from 1 again: the "
             "first retry of a later failure waits within retry 1's envelope."
@@ -675,7 +431,10 @@ def _reset(transport: Transport) -> Case:
         check=_check_reset,
         applies=_reset_applies,
         tune=_reset_tune,
-    )
+    ),
+    get_id="SC-BACKOFF-5",
+    post_id="SC-BACKOFF-6",
+)
 
 
 # -- row 4: Retry-After longer than the backoff -------------------------------------------------
@@ -722,11 +481,9 @@ def _check_hint(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return all_of(waited, ended_with_done(ev))
 
 
-def _retry_after(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="A Retry-After longer than the backoff is waited out",
-        level=Level.MUST,
         requirement=(
             "When a 429 or 503 carries a retry hint longer than the computed backoff, a "
             "client MUST wait at least the hint (up to its profile's cap) before retrying."
@@ -735,7 +492,10 @@ def _retry_after(transport: Transport) -> Case:
         play=lambda ctx: one_stream(_hint_steps, retries=2, waits=_hint)(ctx),
         check=_check_hint,
         applies=_hint_applies,
-    )
+    ),
+    get_id="SC-BACKOFF-7",
+    post_id="SC-BACKOFF-8",
+)
 
 
 # -- row 5: jitter spread as declared --------------------------------------------------------
@@ -751,14 +511,13 @@ async def _play_jitter(ctx: CaseContext) -> None:
         Endpoint(_jitter_path(i), (Respond(status=503), Stream(events=1))) for i in clients
     )
     ctx.server.load(Scenario(endpoints=endpoints, seed=ctx.server.scenario.seed))
-    with _steady_collector():
-        for i in clients:
-            ctx.start(_request(ctx.transport, _jitter_path(i), f"j{i}", f"jitter-{i}"))
-            # Users arrive one by one, so their failures do not queue up behind each
-            # other (nor behind building the next client) before the retry timers start.
-            await ctx.hold(JITTER_STAGGER)
-        budget = retry_budget(ctx.policy, 1, JITTER_CLIENTS * PER_CLIENT)
-        await ctx.wait_until(_all_ended(ctx, [f"j{i}" for i in clients]), budget)
+    for i in clients:
+        ctx.start(_request(ctx.transport, _jitter_path(i), f"j{i}", f"jitter-{i}"))
+        # Users arrive one by one, so their failures do not queue up behind each
+        # other (nor behind building the next client) before the retry timers start.
+        await ctx.hold(JITTER_STAGGER)
+    budget = retry_budget(ctx.policy, 1, JITTER_CLIENTS * PER_CLIENT)
+    await ctx.wait_until(_all_ended(ctx, [f"j{i}" for i in clients]), budget)
 
 
 def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
@@ -772,21 +531,6 @@ def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
         return not waiting
 
     return done
-
-
-@contextlib.contextmanager
-def _steady_collector() -> Iterator[None]:
-    """Keep the kit's own garbage collector from pausing every thread mid-measurement.
-
-    A full collection of a large test process takes tens of milliseconds and holds
-    the GIL: the server would stamp every arrival due in that pause late, together.
-    Freezing the existing objects leaves only the measurement's own to collect.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -806,11 +550,9 @@ def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return jitter_outcome(samples, first_delay_range(policy.backoff), ev.noise.headline())
 
 
-def _jitter(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title="Jitter spreads the delays over the declared range",
-        level=Level.MUST,
         requirement=(
             "A client MUST add the jitter its profile declares to every delay (the seed: "
             "a uniform 0-50 % on top of the exponential): delays cover the declared range "
@@ -821,7 +563,11 @@ def _jitter(transport: Transport) -> Case:
         check=_check_jitter,
         applies=_jitter_applies,
         tune=_span_tune(JITTER_SPAN),
-    )
+        quiet_gc=True,  # fifty clients' waits, measured together
+    ),
+    get_id="SC-BACKOFF-9",
+    post_id="SC-BACKOFF-10",
+)
 
 
 # -- row 6: the thundering herd ---------------------------------------------------------------
@@ -852,11 +598,10 @@ async def _play_herd(ctx: CaseContext) -> None:
         )
     streams = [f"h{i}" for i in range(HERD_CLIENTS)]
     budget = retry_budget(ctx.policy, 1, HERD_CLIENTS * PER_CLIENT)
-    with _steady_collector():
-        # The wifi router restarts: every connection drops at once, and it is back at once.
-        ctx.proxy.offline()
-        ctx.proxy.online()
-        await ctx.wait_until(_all_ended(ctx, streams), budget)
+    # The wifi router restarts: every connection drops at once, and it is back at once.
+    ctx.proxy.offline()
+    ctx.proxy.online()
+    await ctx.wait_until(_all_ended(ctx, streams), budget)
 
 
 def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -871,12 +616,10 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
     return herd_outcome(delays, HERD_CLIENTS, first_delay_range(policy.backoff))
 
 
-def _herd(transport: Transport) -> Case:
-    return Case(
-        id="",
+register_row(
+    Row(
         title=f"A herd of {HERD_CLIENTS} clients that lose their streams at once reconnects "
         "spread out",
-        level=Level.MUST,
         requirement=(
             "Clients that lose their streams at the same instant MUST NOT reconnect in "
             "lockstep: each draws its own jitter, so the reconnects reach the server spread "
@@ -887,34 +630,7 @@ def _herd(transport: Transport) -> Case:
         check=_check_herd,
         applies=_jitter_applies,
         tune=_span_tune(HERD_SPAN),
-    )
-
-
-# -- registration --------------------------------------------------------------------------------
-
-ROWS: list[tuple[Callable[[Transport], Case], tuple[Transport, ...]]] = [
-    (_envelope, ("get", "post")),
-    (_caps, ("get", "post")),
-    (_reset, ("get", "post")),
-    (_retry_after, ("get", "post")),
-    (_jitter, ("get", "post")),
-    (_herd, ("get",)),
-]
-
-
-def _register(row: int, make: Callable[[Transport], Case], transports: Sequence[Transport]) -> None:
-    for transport in transports:
-        number = 2 * row - (1 if transport == "get" else 0)
-        case = make(transport)
-        register(
-            replace(
-                case,
-                id=f"SC-BACKOFF-{number}",
-                transport=transport,
-                needs=case.needs | {transport},
-            )
-        )
-
-
-for _row, (_make, _transports) in enumerate(ROWS, start=1):
-    _register(_row, _make, _transports)
+        quiet_gc=True,  # fifty clients' delays from one cut, measured together
+    ),
+    get_id="SC-BACKOFF-11",  # GET only: SC-BACKOFF-12 is reserved
+)
