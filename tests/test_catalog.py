@@ -51,6 +51,24 @@ def test_every_case_has_a_requirement_and_a_source() -> None:
         assert case.transport in case.needs, case.id
 
 
+def test_every_case_id_is_written_where_its_case_is_defined() -> None:
+    """Each id stands, quoted, in exactly one case module of its area (``retry.py`` for
+    SC-RETRY, ``sse*.py`` for SC-SSE), so ``grep SC-BACKOFF-7 conformance/`` finds the
+    definition: no id is computed."""
+    sources = {
+        path: path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "conformance").rglob("*.py"))
+    }
+    for case in CASES:
+        quoted = re.compile(rf"[\"']{re.escape(case.id)}[\"']")
+        found = [path for path, text in sources.items() if quoted.search(text)]
+        assert len(found) == 1, (case.id, [str(p.relative_to(ROOT)) for p in found])
+        (path,) = found
+        assert path.parent.name == "cases", (case.id, path)
+        assert path.stem.split("_")[0] == case.area.lower(), (case.id, path.name)
+        assert len(quoted.findall(sources[path])) == 1, (case.id, "written twice")
+
+
 def test_every_case_appears_in_docs_cases_md() -> None:
     """Each id has its row in docs/cases.md, with its level."""
     doc = DOC.read_text(encoding="utf-8")
