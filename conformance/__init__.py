@@ -1,53 +1,54 @@
 """The conformance cases (the spec, as code), profiles, checks and the reference client.
 
-Importing this package is cheap; the catalog is loaded by ``all_cases()``, and the
-runner (``run_suite``, ``SuiteRunner``: the fake servers and the proxy) on first use.
-``run_suite(adapter_factory, profile=..., select=...)`` runs cases against a client
-from a plain script or any test runner; the adapter contract (``ClientAdapter``,
-``StreamSink``, ...) is here too, and the pytest plugin re-exports it. Two kinds of
-verdict, one name each: ``Verdict`` is a case's (PASS, FAIL, ...), ``AppVerdict`` is what
-``judge`` (behind ``llm_server.verdict()``) found about one test's client.
+Importing this package imports nothing else: every name below is loaded from its
+private module on first use, so ``conformance.reference`` (the reference client, a
+product of its own) can be imported without the kit. ``all_cases()`` loads the catalog;
+the runner (``run_suite``, ``SuiteRunner``: the fake servers and the proxy) comes with
+its first use. ``run_suite(adapter_factory, profile=..., select=...)`` runs cases
+against a client from a plain script or any test runner; the adapter contract
+(``ClientAdapter``, ``StreamSink``, ...) is here too, and the pytest plugin re-exports
+it. Two kinds of verdict, one name each: ``Verdict`` is a case's (PASS, FAIL, ...),
+``AppVerdict`` is what ``judge`` (behind ``llm_server.verdict()``) found about one
+test's client.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from conformance._adapter import (
-    AdapterInfo,
-    AdapterRequest,
-    ClientAdapter,
-    StreamCancelled,
-    StreamSink,
-    SyncClientAdapter,
-)
-from conformance._case import (
-    CAPABILITIES,
-    Capability,
-    Case,
-    CaseContext,
-    JsonBody,
-    Level,
-    MultipartBody,
-    Outcome,
-    StreamRequest,
-    Verdict,
-    all_cases,
-    get_case,
-    register,
-)
-from conformance._evidence import ERROR_KINDS, Delivery, DeliveryLog, ErrorKind, Evidence
-from conformance._profiles import (
-    BUILTIN_PROFILES,
-    Profile,
-    ProfileError,
-    get_profile,
-    load_profile,
-    policy_from_dict,
-    policy_to_dict,
-)
-from conformance._verdict import RULES, AppVerdict, Finding, Rule, judge
-
 if TYPE_CHECKING:
+    from conformance._adapter import (
+        AdapterInfo,
+        AdapterRequest,
+        ClientAdapter,
+        StreamCancelled,
+        StreamSink,
+        SyncClientAdapter,
+    )
+    from conformance._case import (
+        CAPABILITIES,
+        Capability,
+        Case,
+        CaseContext,
+        JsonBody,
+        Level,
+        MultipartBody,
+        Outcome,
+        StreamRequest,
+        Verdict,
+        all_cases,
+        get_case,
+        register,
+    )
+    from conformance._evidence import ERROR_KINDS, Delivery, DeliveryLog, ErrorKind, Evidence
+    from conformance._profiles import (
+        BUILTIN_PROFILES,
+        Profile,
+        ProfileError,
+        get_profile,
+        load_profile,
+        policy_from_dict,
+        policy_to_dict,
+    )
     from conformance._runner import (
         DEFAULT_PROFILES,
         CaseResult,
@@ -56,15 +57,55 @@ if TYPE_CHECKING:
         run_suite,
         select_cases,
     )
+    from conformance._verdict import RULES, AppVerdict, Finding, Rule, judge
 
-_RUNNER = (
-    "DEFAULT_PROFILES",
-    "CaseResult",
-    "HarnessError",
-    "SuiteRunner",
-    "run_suite",
-    "select_cases",
-)
+# private module -> the public names it provides
+_MODULES = {
+    "_adapter": (
+        "AdapterInfo",
+        "AdapterRequest",
+        "ClientAdapter",
+        "StreamCancelled",
+        "StreamSink",
+        "SyncClientAdapter",
+    ),
+    "_case": (
+        "CAPABILITIES",
+        "Capability",
+        "Case",
+        "CaseContext",
+        "JsonBody",
+        "Level",
+        "MultipartBody",
+        "Outcome",
+        "StreamRequest",
+        "Verdict",
+        "all_cases",
+        "get_case",
+        "register",
+    ),
+    "_evidence": ("ERROR_KINDS", "Delivery", "DeliveryLog", "ErrorKind", "Evidence"),
+    "_profiles": (
+        "BUILTIN_PROFILES",
+        "Profile",
+        "ProfileError",
+        "get_profile",
+        "load_profile",
+        "policy_from_dict",
+        "policy_to_dict",
+    ),
+    # The runner brings up the fake servers and the proxy.
+    "_runner": (
+        "DEFAULT_PROFILES",
+        "CaseResult",
+        "HarnessError",
+        "SuiteRunner",
+        "run_suite",
+        "select_cases",
+    ),
+    "_verdict": ("RULES", "AppVerdict", "Finding", "Rule", "judge"),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -113,9 +154,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The runner brings up the fake servers and the proxy: loaded on first use.
-    if name not in _RUNNER:
+    module = _EXPORTS.get(name)
+    if module is None:
         raise AttributeError(f"module 'conformance' has no attribute {name!r}")
-    value = getattr(importlib.import_module("conformance._runner"), name)
+    value = getattr(importlib.import_module(f"conformance.{module}"), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
