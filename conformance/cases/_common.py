@@ -107,6 +107,7 @@ def resume_applies(policy: ClientPolicy, transport: str) -> str | None:
     """Rows that resume a stream with Last-Event-ID need a profile that does."""
     return None if policy.resume else "the profile does not resume with Last-Event-ID"
 
+
 # Fixed allowance per attempt for connecting, the server's reply and the
 # adapter's reporting, on a busy 2-core machine; budgets are deadlines, so a
 # generous value costs nothing when the client is correct.
