@@ -142,7 +142,9 @@ def test_a_missing_capability_is_unsupported(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["SKIPPED [[]2[]] *UNSUPPORTED: the client lacks the capability post"]
     )
-    result.stdout.re_match_lines([r"RETRY\s+1\s+0\s+0\s+1\s+0\s+0$", r"COMMIT\s+0\s+0\s+0\s+1\s+0\s+0$"])
+    result.stdout.re_match_lines(
+        [r"RETRY\s+1\s+0\s+0\s+1\s+0\s+0$", r"COMMIT\s+0\s+0\s+0\s+1\s+0\s+0$"]
+    )
 
 
 def test_an_adapter_that_raises_is_an_error_and_the_suite_goes_on(

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from conformance._case import Capability, Case, Level, Outcome, register
+from conformance._case import Outcome
 from conformance._checks import all_of, ended_with_done, ended_with_error
 from conformance._checks_sse import Comment, Dispatched, handed_over
 from conformance._evidence import Evidence
-from conformance.cases._common import Transport, one_stream
+from conformance.cases._common import Row, one_stream, register_row
 from conformance.reference._config import ClientPolicy
 from fake_servers import Raw, Step
 
@@ -393,21 +393,16 @@ def _check(row: _Row) -> Callable[[Evidence, ClientPolicy], Outcome]:
     return check
 
 
-def _make(row: _Row, transport: Transport, case_id: str) -> Case:
-    needs: set[Capability] = {transport, "comments"} if row.comments else {transport}
-    return Case(
-        id=case_id,
+def _as_row(row: _Row) -> Row:
+    return Row(
         title=row.title,
-        level=Level.MUST,
         requirement=row.requirement,
         source=f"{PARSE}: {row.step}",
         play=one_stream(_steps(row), comments=row.comments),
         check=_check(row),
-        transport=transport,
-        needs=frozenset(needs),
+        needs=frozenset({"comments"}) if row.comments else frozenset(),
     )
 
 
 for _row in ROWS:
-    register(_make(_row, "get", _row.get))
-    register(_make(_row, "post", _row.post))
+    register_row(_as_row(_row), get_id=_row.get, post_id=_row.post)
