@@ -4,7 +4,9 @@ GET streams (EventSource style) and POST streams with a body (fetch + ReadableSt
 style) share the same loop. The sans-IO core decides (``RetryState``, the breaker,
 ``StallWatch``, ``SSEDecoder``); the shell only does the IO, the sleeping and the
 clock reads. ``StreamingClient`` lives here; its streams are in ``_stream``, their
-bookkeeping in ``_attempt`` and the request and response helpers in ``_request``.
+bookkeeping in ``_attempt`` and the request and response helpers in ``_request``. The
+client keeps its state in one ``_Shared`` object that each of its streams receives:
+neither class touches the other's private members.
 """
 
 from __future__ import annotations
@@ -18,13 +20,12 @@ import httpx
 # Re-exported: the kit's tests and its zoo of mutants import them from here.
 from conformance.reference._attempt import _Attempt as _Attempt
 from conformance.reference._attempt import _drop_replays as _drop_replays
-from conformance.reference._breaker import make_breaker
+from conformance.reference._breaker import CircuitBreaker, NoBreaker, RatioBreaker, make_breaker
 from conformance.reference._config import ClientPolicy
 from conformance.reference._request import _Call, _ssl_context
 from conformance.reference._sse import SSEDecoder, SSEEvent
-from conformance.reference._states import State, StateChange
-from conformance.reference._stream import EventStream, StateCallback
-from fake_servers._clock import now
+from conformance.reference._states import State
+from conformance.reference._stream import EventStream, StateCallback, _Shared
 
 __all__ = ["EventStream", "StateCallback", "StreamingClient", "default_terminal"]
 
@@ -80,20 +81,36 @@ class StreamingClient:
             on_state: Called with every state change of every stream.
             terminal: Recognises the event that ends an answer.
         """
-        self.policy = policy or ClientPolicy()
+        policy = policy or ClientPolicy()
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(None, connect=self.policy.connect_timeout),
+            timeout=httpx.Timeout(None, connect=policy.connect_timeout),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
             verify=_ssl_context(),
         )
-        self._rng = rng or random.Random()
-        self._on_state = on_state
-        self._terminal = terminal
-        self.breaker = make_breaker(self.policy.breaker)
-        self.state = State.IDLE
-        self._offline = False
-        self._streams: set[EventStream] = set()
+        self._shared = _Shared(
+            policy=policy,
+            http=self._http,
+            rng=rng or random.Random(),
+            terminal=terminal,
+            breaker=make_breaker(policy.breaker),
+            on_state=on_state,
+        )
+
+    @property
+    def policy(self) -> ClientPolicy:
+        """The policy every stream of this client follows."""
+        return self._shared.policy
+
+    @property
+    def breaker(self) -> CircuitBreaker | RatioBreaker | NoBreaker:
+        """The circuit breaker all streams of this client share."""
+        return self._shared.breaker
+
+    @property
+    def state(self) -> State:
+        """The state the client's streams last reached (``IDLE`` before any)."""
+        return self._shared.state
 
     def stream(
         self,
@@ -159,33 +176,26 @@ class StreamingClient:
             content=content,
             last_event_id=last_event_id or "",
         )
-        return self.stream_class(self, call, on_state, comments=comments)
+        return self.stream_class(
+            self._shared, call, on_state, comments=comments, decoder_class=self.decoder_class
+        )
 
     @property
     def is_offline(self) -> bool:
-        return self._offline
+        return self._shared.offline
 
     def offline(self) -> None:
         """The network is gone: open connections are closed and no attempt is made
         until ``online()``; waiting streams keep waiting (as in the seed article)."""
-        self._offline = True
-        self._state_changed(StateChange(State.OFFLINE, now(), "offline()"))
-        for stream in list(self._streams):
-            stream._went_offline()
+        self._shared.go_offline()
 
     def online(self) -> None:
         """The network is back: attempts and the breaker start over, streams connect now."""
-        self._offline = False
-        self.breaker.reset()
-        if not self._streams:
-            self._state_changed(StateChange(State.IDLE, now(), "online()"))
-        for stream in list(self._streams):
-            stream._came_online()
+        self._shared.go_online()
 
     async def aclose(self) -> None:
         """Closes every open stream, then the httpx client if this client created it."""
-        for stream in list(self._streams):
-            await stream.aclose()
+        await self._shared.close_streams()
         if self._owns_http:
             await self._http.aclose()
 
@@ -194,14 +204,3 @@ class StreamingClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    def _state_changed(self, change: StateChange) -> None:
-        self.state = change.state
-        if self._on_state is not None:
-            self._on_state(change)
-
-    def _probe_resolved(self) -> None:
-        # Streams waiting on the breaker look again now rather than at their deadline.
-        for stream in self._streams:
-            if stream.state is State.BREAKER_OPEN:
-                stream._wake.set()

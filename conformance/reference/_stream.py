@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self, cast
+from dataclasses import dataclass, field
+from typing import Any, Self, cast
 
 import httpx
 
 from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays
-from conformance.reference._breaker import Admit
+from conformance.reference._breaker import Admit, CircuitBreaker, NoBreaker, RatioBreaker
+from conformance.reference._config import ClientPolicy
 from conformance.reference._errors import (
     CircuitOpen,
     GaveUp,
@@ -41,13 +44,10 @@ from conformance.reference._request import (
     _redirect_location,
     _redirected,
 )
-from conformance.reference._sse import SSEComment, SSEEvent
+from conformance.reference._sse import SSEComment, SSEDecoder, SSEEvent
 from conformance.reference._states import State, StateChange
 from conformance.reference._watch import StallWatch
 from fake_servers._clock import now
-
-if TYPE_CHECKING:
-    from conformance.reference._client import StreamingClient
 
 __all__ = ["EventStream", "StateCallback"]
 
@@ -56,27 +56,79 @@ StateCallback = Callable[[StateChange], None]
 _HIGH_WATER = 4096  # buffered events at which the reader waits for the consumer
 
 
+@dataclass(eq=False)
+class _Shared:
+    """What one client's streams share: the client's whole state, and the streams' only
+    link to it.
+
+    ``StreamingClient`` makes one and hands it to every stream it makes. The streams
+    read the fields and add or remove themselves in ``streams``; the client acts on
+    them through the methods.
+    """
+
+    policy: ClientPolicy
+    http: httpx.AsyncClient
+    rng: random.Random
+    terminal: Callable[[SSEEvent], bool]  # recognises the end of an answer
+    breaker: CircuitBreaker | RatioBreaker | NoBreaker  # one per client, for all its streams
+    on_state: StateCallback | None = None  # the client's callback
+    state: State = State.IDLE  # the last state any of its streams (or the client) reached
+    offline: bool = False
+    streams: set[EventStream] = field(default_factory=set)  # the running ones
+
+    def state_changed(self, change: StateChange) -> None:
+        self.state = change.state
+        if self.on_state is not None:
+            self.on_state(change)
+
+    def go_offline(self) -> None:
+        self.offline = True
+        self.state_changed(StateChange(State.OFFLINE, now(), "offline()"))
+        for stream in list(self.streams):
+            stream._went_offline()
+
+    def go_online(self) -> None:
+        self.offline = False
+        self.breaker.reset()
+        if not self.streams:
+            self.state_changed(StateChange(State.IDLE, now(), "online()"))
+        for stream in list(self.streams):
+            stream._came_online()
+
+    def probe_resolved(self) -> None:
+        # Streams waiting on the breaker look again now rather than at their deadline.
+        for stream in self.streams:
+            if stream.state is State.BREAKER_OPEN:
+                stream._wake.set()
+
+    async def close_streams(self) -> None:
+        for stream in list(self.streams):
+            await stream.aclose()
+
+
 class EventStream:
     """One logical stream: an async iterator of data events, across any retries.
 
     The terminal event ends the iteration (it is not yielded). Use ``async with``
     or ``async for``: breaking out of an ``async for`` loop closes the connection
-    at once, as does ``aclose()``.
+    at once, as does ``aclose()``. ``StreamingClient.stream()`` makes them.
     """
 
     def __init__(
         self,
-        client: StreamingClient,
+        shared: _Shared,
         call: _Call,
         on_state: StateCallback | None,
         *,
         comments: bool = False,
+        decoder_class: type[SSEDecoder] = SSEDecoder,
     ) -> None:
-        self._client = client
+        self._shared = shared  # the client's state: its policy, breaker, streams, ...
         self._call = call
         self._on_state = on_state
         self._comments = comments  # comment lines go to the buffer too (for items())
-        self._retry = RetryState(client.policy, client._rng)
+        self._decoder_class = decoder_class  # each attempt's decoder
+        self._retry = RetryState(shared.policy, shared.rng)
         self._buffer = _Buffer()
         self._wake = asyncio.Event()  # offline/online, or a breaker probe resolved
         self._task: asyncio.Task[None] | None = None
@@ -183,7 +235,7 @@ class EventStream:
 
     def _start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
-        self._client._streams.add(self)
+        self._shared.streams.add(self)
 
     # -- the reader task: the resilience loop ----------------------------------
     async def _run(self) -> None:
@@ -196,7 +248,7 @@ class EventStream:
             self._buffer.end(exc)
         finally:
             self._buffer.end()
-            self._client._streams.discard(self)
+            self._shared.streams.discard(self)
 
     async def _loop(self) -> None:
         self._target = await self._prepare()
@@ -223,13 +275,13 @@ class EventStream:
                 await self._pause(decision.delay)
 
     async def _prepare(self) -> _Prepared:
-        return await _prepare_request(self._client._http, self._call)
+        return await _prepare_request(self._shared.http, self._call)
 
     def _resumable(self) -> bool:
-        return bool(self.last_event_id) and self._client.policy.resume and self._call.idempotent
+        return bool(self.last_event_id) and self._shared.policy.resume and self._call.idempotent
 
     async def _while_offline(self) -> None:
-        while self._client._offline:
+        while self._shared.offline:
             self._set_state(State.OFFLINE, "waiting for online()")
             self._wake.clear()
             await self._wake.wait()
@@ -240,7 +292,7 @@ class EventStream:
         A new call meeting an open breaker fails fast; a call already retrying waits
         for it (and is woken early when a probe resolves).
         """
-        breaker = self._client.breaker
+        breaker = self._shared.breaker
         while True:
             verdict = breaker.admit(now())
             if isinstance(verdict, Admit):
@@ -264,7 +316,7 @@ class EventStream:
         self, prepared: _Prepared, probe: bool
     ) -> tuple[Failure | None, _Attempt]:
         """One request; returns its failure (None: the answer completed) and its record."""
-        policy = self._client.policy
+        policy = self._shared.policy
         att = _Attempt(probe, StallWatch(policy.stall_timeout, policy.stall_check_interval, now()))
         if self._resumable() and self.last_event_id.isdigit():
             att.replay_floor = int(self.last_event_id)
@@ -287,7 +339,7 @@ class EventStream:
         """The exchange under the attempt's guard: a timeout that fires at the first-chunk
         deadline, or early when the stall check or offline() abandons the connection."""
         loop = asyncio.get_running_loop()
-        policy = self._client.policy
+        policy = self._shared.policy
         first_chunk = policy.first_chunk_timeout
         deadline = None if first_chunk is None else loop.time() + first_chunk
         try:
@@ -307,7 +359,7 @@ class EventStream:
             if name.endswith("send_request_headers.started"):
                 att.request_sent = True
 
-        policy = self._client.policy
+        policy = self._shared.policy
         timeout = httpx.Timeout(None, connect=policy.connect_timeout, pool=policy.connect_timeout)
         extensions = {"timeout": timeout.as_dict(), "trace": trace}
         response, problem = await self._send(prepared, extensions)
@@ -344,7 +396,7 @@ class EventStream:
             it is not one): a bad Location, or one more redirect than ``MAX_REDIRECTS``.
         """
         for hop in range(MAX_REDIRECTS + 1):
-            response = await self._client._http.send(
+            response = await self._shared.http.send(
                 self._request(prepared, extensions), stream=True
             )
             status = response.status_code
@@ -374,8 +426,8 @@ class EventStream:
         )
 
     async def _read(self, response: httpx.Response, att: _Attempt) -> Failure | None:
-        decoder = self._client.decoder_class()
-        touch_bytes = self._client.policy.idle_rule == "bytes"
+        decoder = self._decoder_class()
+        touch_bytes = self._shared.policy.idle_rule == "bytes"
         buffer = self._buffer
         # httpx declares an AsyncIterator but returns a generator: close it with the read.
         body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
@@ -415,7 +467,7 @@ class EventStream:
 
     def _deliver(self, events: list[SSEEvent], att: _Attempt) -> bool:
         """Hands data events to the consumer; True once the terminal event arrived."""
-        terminal = self._client._terminal
+        terminal = self._shared.terminal
         cut = None
         for i, ev in enumerate(events):
             if terminal(ev):
@@ -424,7 +476,7 @@ class EventStream:
         out = events if cut is None else events[:cut]  # nothing after the terminal counts
         if att.replay_floor is not None:
             out = _drop_replays(out, att)
-        if self._client.policy.idle_rule == "data":
+        if self._shared.policy.idle_rule == "data":
             self._touch(att)
         if out:
             self._commit(att, out)
@@ -478,7 +530,7 @@ class EventStream:
         if health != "ok" and self._state is not State.STALLED:
             self._before_stall = self._state
             idle = att.watch.idle(now())
-            self._set_state(State.STALLED, f"no {self._client.policy.idle_rule} for {idle:.2f}s")
+            self._set_state(State.STALLED, f"no {self._shared.policy.idle_rule} for {idle:.2f}s")
         if health == "dead":
             self._interrupt(att, "stall")
             return
@@ -515,13 +567,13 @@ class EventStream:
         if att.resolved:
             return
         att.resolved = True
-        breaker = self._client.breaker
+        breaker = self._shared.breaker
         if success:
             breaker.record_success(now())
         else:
             breaker.record_failure(now())
         if att.probe:
-            self._client._probe_resolved()
+            self._shared.probe_resolved()
 
     def _account(self, att: _Attempt, failure: Failure | None) -> None:
         """Breaker bookkeeping at the end of an attempt.
@@ -540,8 +592,8 @@ class EventStream:
         if att.resolved or not att.probe:
             return
         att.resolved = True
-        self._client.breaker.probe_abandoned(now())
-        self._client._probe_resolved()
+        self._shared.breaker.probe_abandoned(now())
+        self._shared.probe_resolved()
 
     def _error(self, decision: GiveUp | Surface, failure: Failure, body: str) -> StreamError:
         if decision.reason == "not_idempotent":
@@ -561,7 +613,7 @@ class EventStream:
             return Truncated(clean=kind == "truncated")
         return GaveUp(self.attempts, failure)
 
-    # -- called by the client --------------------------------------------------
+    # -- called through the shared state (by the client) -------------------------------------------
     def _went_offline(self) -> None:
         att = self._attempt
         if att is not None:
@@ -577,6 +629,6 @@ class EventStream:
             return
         self._state = state
         change = StateChange(state, now(), detail, delay)
-        self._client._state_changed(change)
+        self._shared.state_changed(change)
         if self._on_state is not None:
             self._on_state(change)

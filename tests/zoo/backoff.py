@@ -95,7 +95,7 @@ class _CarryingClient(StreamingClient):
 
     def stream(self, url: str, **kwargs: Any) -> EventStream:
         stream = super().stream(url, **kwargs)
-        stream._retry = _CarriedCount(self.policy, self._rng, self)
+        stream._retry = _CarriedCount(self.policy, self._shared.rng, self)
         return stream
 
 
@@ -128,7 +128,7 @@ class _HintOnlyWhenShorter(RetryState):
 class _HintClient(StreamingClient):
     def stream(self, url: str, **kwargs: Any) -> EventStream:
         stream = super().stream(url, **kwargs)
-        stream._retry = _HintOnlyWhenShorter(self.policy, self._rng)
+        stream._retry = _HintOnlyWhenShorter(self.policy, self._shared.rng)
         return stream
 
 
@@ -152,7 +152,7 @@ class _TripleJitter(RetryState):
 class _TripleJitterClient(StreamingClient):
     def stream(self, url: str, **kwargs: Any) -> EventStream:
         stream = super().stream(url, **kwargs)
-        stream._retry = _TripleJitter(self.policy, self._rng)
+        stream._retry = _TripleJitter(self.policy, self._shared.rng)
         return stream
 
 

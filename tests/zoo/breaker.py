@@ -93,7 +93,7 @@ class _WrappedBreaker(_Rewired):
     wrapper: type[_Wrapper] = _Wrapper
 
     def rewire(self, client: StreamingClient) -> None:
-        client.breaker = self.wrapper(client.breaker)  # type: ignore[assignment]
+        client._shared.breaker = self.wrapper(client.breaker)  # type: ignore[assignment]
 
 
 class _ProbeSuccessReopens(_Wrapper):
@@ -152,7 +152,7 @@ class success_does_not_reset(_Rewired):
     name = "success_does_not_reset"
 
     def rewire(self, client: StreamingClient) -> None:
-        client.breaker = _NoResetOnSuccess(client.policy.breaker)
+        client._shared.breaker = _NoResetOnSuccess(client.policy.breaker)
 
 
 class _KeepsCountOnClose(CircuitBreaker):
@@ -166,7 +166,7 @@ class close_keeps_count(_Rewired):
     name = "close_keeps_count"
 
     def rewire(self, client: StreamingClient) -> None:
-        client.breaker = _KeepsCountOnClose(client.policy.breaker)
+        client._shared.breaker = _KeepsCountOnClose(client.policy.breaker)
 
 
 class _StrictRatio(RatioBreaker):
@@ -183,7 +183,7 @@ class ratio_strictly_above(_Rewired):
     name = "ratio_strictly_above"
 
     def rewire(self, client: StreamingClient) -> None:
-        client.breaker = _StrictRatio(client.policy.breaker)
+        client._shared.breaker = _StrictRatio(client.policy.breaker)
 
 
 # -- mistakes in how streams use the breaker ------------------------------------------
@@ -196,7 +196,7 @@ class _StreamsOf(StreamingClient):
 
     def stream(self, url: str, **kwargs: Any) -> EventStream:
         plain = super().stream(url, **kwargs)
-        return self.stream_class(self, plain._call, plain._on_state)
+        return self.stream_class(plain._shared, plain._call, plain._on_state)
 
 
 class _LateVerdict(EventStream):
@@ -212,7 +212,7 @@ class _LateVerdictClient(_StreamsOf):
 
 class _WaitsWhenOpen(EventStream):
     async def _admission(self) -> bool:
-        breaker = self._client.breaker
+        breaker = self._shared.breaker
         while True:
             verdict = breaker.admit(now())
             if isinstance(verdict, Admit):
@@ -230,7 +230,7 @@ class _WaitsWhenOpenClient(_StreamsOf):
 
 class _OnlyRetriesProbe(EventStream):
     async def _admission(self) -> bool:
-        if self.attempts == 0 and self._client.breaker.state(now()) is not BreakerState.CLOSED:
+        if self.attempts == 0 and self._shared.breaker.state(now()) is not BreakerState.CLOSED:
             # the mistake: a new stream fails fast while half-open too, so only a
             # retrying stream can ever be the probe
             raise CircuitOpen(now())
@@ -243,7 +243,7 @@ class _OnlyRetriesProbeClient(_StreamsOf):
 
 class _NewCallersSkipTheLease(EventStream):
     async def _admission(self) -> bool:
-        breaker = self._client.breaker
+        breaker = self._shared.breaker
         if self.attempts == 0 and breaker.state(now()) is BreakerState.HALF_OPEN:
             verdict = breaker.admit(now())
             # the mistake: only OPEN fails a new stream fast; one refused the half-open

@@ -81,7 +81,7 @@ class ignores_offline(Mutant):
 
     async def offline(self) -> None:
         for client in self._clients.values():
-            for stream in list(client._streams):
+            for stream in list(client._shared.streams):
                 stream._went_offline()
 
 
@@ -93,7 +93,7 @@ class no_reconnect_on_online(Mutant):
     async def online(self) -> None:
         self._offline = False
         for client in self._clients.values():
-            client._offline = False
+            client._shared.offline = False
             client.breaker.reset()
 
 
@@ -107,9 +107,9 @@ class online_waits_backoff(Mutant):
         self._offline = False
         loop = asyncio.get_running_loop()
         for client in self._clients.values():
-            client._offline = False
+            client._shared.offline = False
             client.breaker.reset()
-            for stream in list(client._streams):
+            for stream in list(client._shared.streams):
                 cap = client.policy.backoff.cap(max(1, stream.attempts))
                 loop.call_later(cap, stream._came_online)
 
@@ -122,8 +122,8 @@ class online_keeps_breaker(Mutant):
     async def online(self) -> None:
         self._offline = False
         for client in self._clients.values():
-            client._offline = False
-            for stream in list(client._streams):
+            client._shared.offline = False
+            for stream in list(client._shared.streams):
                 stream._came_online()
 
 
@@ -135,9 +135,9 @@ class online_keeps_attempts(Mutant):
     async def online(self) -> None:
         self._offline = False
         for client in self._clients.values():
-            client._offline = False
+            client._shared.offline = False
             client.breaker.reset()
-            for stream in list(client._streams):
+            for stream in list(client._shared.streams):
                 stream._wake.set()
 
 
@@ -156,7 +156,7 @@ class _PatchedClient(StreamingClient):
         return events
 
     async def aclose(self) -> None:
-        for events in list(self._streams):
+        for events in list(self._shared.streams):
             await EventStream.aclose(events)
         if self._owns_http:
             await self._http.aclose()
