@@ -20,6 +20,7 @@ from conformance.reference import (
     StreamingClient,
     Truncated,
 )
+from fake_servers import now
 from pytest_streamcheck import __version__
 from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 
@@ -66,7 +67,10 @@ class ReferenceAdapter:
         client = self._clients.get(key)
         if client is None:
             rng = random.Random(f"{self._seed}:{key}")
-            client = StreamingClient(self._policy, rng=rng, on_state=self._on_state(key))
+            # On the kit clock, as the ledger and the deliveries are.
+            client = StreamingClient(
+                self._policy, rng=rng, on_state=self._on_state(key), clock=now
+            )
             if self._offline:
                 client.offline()
             self._clients[key] = client

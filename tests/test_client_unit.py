@@ -7,10 +7,11 @@ import asyncio
 
 import httpx
 import pytest
-from test_client_support import make_client, payloads, policy
+from test_client_support import StateLog, make_client, payloads, policy
 
 import conformance.reference as reference
 from conformance.reference import (
+    BackoffConfig,
     CircuitOpen,
     Failure,
     GaveUp,
@@ -20,6 +21,7 @@ from conformance.reference import (
     SSEEvent,
     Stalled,
     State,
+    StateChange,
     StreamError,
     SyncStreamingClient,
     Truncated,
@@ -171,3 +173,73 @@ async def test_unsupported_url_scheme_is_raised_not_retried() -> None:
         with pytest.raises(httpx.UnsupportedProtocol):
             await anext(stream)
         assert stream.attempts == 1
+
+
+class VirtualTime:
+    """A clock and a sleep for the client: sleeping moves the clock, not the world."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_waits_go_through_the_sleep_it_is_given_on_its_clock() -> None:
+    """Each backoff is awaited with the client's sleep (10 s and 20 s pass at once), and
+    every state change is stamped with the client's clock."""
+    time = VirtualTime()
+    slow = policy(max_attempts=3, backoff=BackoffConfig(base=10.0, caps=((1, 60.0),)))
+    changes: list[StateChange] = []
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with make_client(slow, clock=time.clock, sleep=time.sleep) as client:
+        stream = client.stream(CLOSED_PORT_URL, on_state=changes.append)
+        with pytest.raises(GaveUp):
+            await anext(stream)
+    assert loop.time() - started < 5.0  # 30 s of backoff, none of it really waited
+    retrying = [c for c in changes if c.state is State.RETRYING]
+    assert [c.delay for c in retrying] == time.slept
+    assert 10.0 <= time.slept[0] <= 15.0
+    assert 20.0 <= time.slept[1] <= 30.0
+    assert [c.at for c in retrying] == [1000.0, 1000.0 + time.slept[0]]
+
+
+@pytest.mark.asyncio
+async def test_the_breaker_runs_on_the_clock_it_is_given() -> None:
+    """An open breaker's cooldown is measured on the client's clock."""
+    time = VirtualTime()
+    async with make_client(policy(), clock=time.clock, sleep=time.sleep) as client:
+        for _ in range(client.policy.breaker.threshold):
+            client.breaker.record_failure(time.clock())
+        with pytest.raises(CircuitOpen) as raised:
+            await anext(client.stream(CLOSED_PORT_URL))
+    assert raised.value.until == 1000.0 + client.policy.breaker.cooldown
+
+
+@pytest.mark.asyncio
+async def test_offline_and_online_cut_short_a_sleep_that_never_ends() -> None:
+    """A stream pausing in the client's sleep is woken by offline() and online()."""
+    never = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        await never.wait()
+
+    log = StateLog()
+    async with make_client(policy(connect_timeout=0.5), sleep=sleep) as client:
+        stream = client.stream(CLOSED_PORT_URL, on_state=log)
+        task = asyncio.create_task(anext(stream))
+        await log.reached(State.RETRYING)
+        client.offline()
+        await log.reached(State.OFFLINE)
+        client.online()
+        await log.reached(State.RETRYING, count=2)  # the next attempt failed in its turn
+        assert stream.attempts == 2
+        task.cancel()

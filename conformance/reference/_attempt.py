@@ -1,17 +1,18 @@
-"""The live bookkeeping of a stream: one attempt's record and the consumer's buffer."""
+"""The live bookkeeping of a stream: one attempt's record, the consumer's buffer and
+what wakes a waiting stream."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 
 from conformance.reference._policy import FailureKind
 from conformance.reference._sse import SSEComment, SSEEvent
 from conformance.reference._watch import StallWatch
 
-__all__ = ["_Attempt", "_Buffer", "_drop_replays"]
+__all__ = ["_Attempt", "_Buffer", "_Wake", "_drop_replays"]
 
 
 @dataclass(eq=False)
@@ -51,6 +52,43 @@ class _Buffer:
         if not self.ended:
             self.ended, self.error = True, error
         self.ready.set()
+
+
+class _Wake:
+    """What wakes a waiting stream: offline(), online(), a breaker probe's outcome.
+
+    An ``asyncio.Event`` that also cuts short the pause in progress: ``set()`` ends
+    ``wait()`` and ``pause()`` alike. The pause awaits the client's own sleep function,
+    so a test can pass one that does not really wait.
+    """
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._pausing: asyncio.Timeout | None = None
+
+    def set(self) -> None:
+        self._event.set()
+        pausing = self._pausing
+        if pausing is not None and not pausing.expired():
+            pausing.reschedule(asyncio.get_running_loop().time())  # ends it on the next turn
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    async def pause(self, sleeping: Awaitable[None]) -> None:
+        """Awaits ``sleeping`` (the client's ``sleep(seconds)``) unless ``set()`` comes first."""
+        try:
+            async with asyncio.timeout(None) as pausing:
+                self._pausing = pausing
+                await sleeping
+        except TimeoutError:
+            if not pausing.expired():
+                raise  # the sleep's own error, not our wake-up
+        finally:
+            self._pausing = None
 
 
 def _drop_replays(events: list[SSEEvent], att: _Attempt) -> list[SSEEvent]:

@@ -11,7 +11,9 @@ neither class touches the other's private members.
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
@@ -25,9 +27,9 @@ from conformance.reference._config import ClientPolicy
 from conformance.reference._request import _Call, _ssl_context
 from conformance.reference._sse import SSEDecoder, SSEEvent
 from conformance.reference._states import State
-from conformance.reference._stream import EventStream, StateCallback, _Shared
+from conformance.reference._stream import Clock, EventStream, Sleep, StateCallback, _Shared
 
-__all__ = ["EventStream", "StateCallback", "StreamingClient", "default_terminal"]
+__all__ = ["Clock", "EventStream", "Sleep", "StateCallback", "StreamingClient", "default_terminal"]
 
 _TERMINAL_EVENTS = frozenset({"done", "message_stop", "response.completed"})
 
@@ -55,6 +57,10 @@ class StreamingClient:
     (the seed article's choice) and only a committed stream that cannot resume
     raises ``Offline``. The stream's own ``retry:`` field is not used: the policy's
     backoff decides. Call everything from the event loop's thread.
+
+    Time comes from the ``clock`` and ``sleep`` it is given, ``time.monotonic`` and
+    ``asyncio.sleep`` by default; the first-chunk timeout and the stall checks run on
+    the event loop's own timers, so the clock must keep pace with the loop's.
     """
 
     # Each attempt's event-stream decoder; a seam for subclasses (the kit's zoo swaps it).
@@ -70,6 +76,8 @@ class StreamingClient:
         rng: random.Random | None = None,
         on_state: StateCallback | None = None,
         terminal: Callable[[SSEEvent], bool] = default_terminal,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         """Creates a client.
 
@@ -80,6 +88,12 @@ class StreamingClient:
             rng: The jitter's random source.
             on_state: Called with every state change of every stream.
             terminal: Recognises the event that ends an answer.
+            clock: Seconds on a monotonic clock: the times of state changes, of the
+                breaker's cooldown and of the stall watch (the time a ``CircuitOpen``
+                names is on it too).
+            sleep: Awaited with the seconds of every wait between attempts (backoff,
+                Retry-After, an open breaker); ``offline()`` and ``online()`` cut it
+                short. A test can pass one that returns at once.
         """
         policy = policy or ClientPolicy()
         self._owns_http = http is None
@@ -95,6 +109,8 @@ class StreamingClient:
             terminal=terminal,
             breaker=make_breaker(policy.breaker),
             on_state=on_state,
+            clock=clock,
+            sleep=sleep,
         )
 
     @property

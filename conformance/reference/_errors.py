@@ -50,7 +50,7 @@ class GaveUp(StreamError):
 
 class CircuitOpen(StreamError):
     """A new call met an open circuit breaker; it may be tried again at ``until``
-    (on the kit clock)."""
+    (on the client's clock)."""
 
     def __init__(self, until: float) -> None:
         super().__init__(f"circuit open until {until:.3f}")

@@ -26,7 +26,7 @@ class State(Enum):
 
 @dataclass(frozen=True)
 class StateChange:
-    """One transition; ``at`` is on the kit clock (``fake_servers.now()``)."""
+    """One transition; ``at`` is on the client's clock (``time.monotonic`` by default)."""
 
     state: State
     at: float

@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
 
 import httpx
 
-from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays
+from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays, _Wake
 from conformance.reference._breaker import Admit, CircuitBreaker, NoBreaker, RatioBreaker
 from conformance.reference._config import ClientPolicy
 from conformance.reference._errors import (
@@ -47,11 +47,12 @@ from conformance.reference._request import (
 from conformance.reference._sse import SSEComment, SSEDecoder, SSEEvent
 from conformance.reference._states import State, StateChange
 from conformance.reference._watch import StallWatch
-from fake_servers._clock import now
 
-__all__ = ["EventStream", "StateCallback"]
+__all__ = ["Clock", "EventStream", "Sleep", "StateCallback"]
 
 StateCallback = Callable[[StateChange], None]
+Clock = Callable[[], float]  # seconds on a monotonic clock, like time.monotonic
+Sleep = Callable[[float], Awaitable[None]]  # waits that many seconds, like asyncio.sleep
 
 _HIGH_WATER = 4096  # buffered events at which the reader waits for the consumer
 
@@ -71,6 +72,8 @@ class _Shared:
     rng: random.Random
     terminal: Callable[[SSEEvent], bool]  # recognises the end of an answer
     breaker: CircuitBreaker | RatioBreaker | NoBreaker  # one per client, for all its streams
+    clock: Clock  # every time the client reads
+    sleep: Sleep  # every wait between attempts
     on_state: StateCallback | None = None  # the client's callback
     state: State = State.IDLE  # the last state any of its streams (or the client) reached
     offline: bool = False
@@ -83,7 +86,7 @@ class _Shared:
 
     def go_offline(self) -> None:
         self.offline = True
-        self.state_changed(StateChange(State.OFFLINE, now(), "offline()"))
+        self.state_changed(StateChange(State.OFFLINE, self.clock(), "offline()"))
         for stream in list(self.streams):
             stream._went_offline()
 
@@ -91,7 +94,7 @@ class _Shared:
         self.offline = False
         self.breaker.reset()
         if not self.streams:
-            self.state_changed(StateChange(State.IDLE, now(), "online()"))
+            self.state_changed(StateChange(State.IDLE, self.clock(), "online()"))
         for stream in list(self.streams):
             stream._came_online()
 
@@ -130,7 +133,7 @@ class EventStream:
         self._decoder_class = decoder_class  # each attempt's decoder
         self._retry = RetryState(shared.policy, shared.rng)
         self._buffer = _Buffer()
-        self._wake = asyncio.Event()  # offline/online, or a breaker probe resolved
+        self._wake = _Wake()  # offline/online, or a breaker probe resolved
         self._task: asyncio.Task[None] | None = None
         self._attempt: _Attempt | None = None
         self._state = State.IDLE
@@ -294,22 +297,21 @@ class EventStream:
         """
         breaker = self._shared.breaker
         while True:
-            verdict = breaker.admit(now())
+            verdict = breaker.admit(self._shared.clock())
             if isinstance(verdict, Admit):
                 return verdict.probe
             if self.attempts == 0:
                 raise CircuitOpen(verdict.until)
-            delay = max(0.0, verdict.until - now())
+            delay = max(0.0, verdict.until - self._shared.clock())
             self._set_state(State.BREAKER_OPEN, "circuit open", delay=delay)
             await self._pause(delay)
             await self._while_offline()
 
     async def _pause(self, seconds: float) -> None:
-        """Sleeps; offline()/online() (and a probe's outcome) cut it short."""
+        """Sleeps with the client's sleep; offline()/online() (and a probe's outcome) cut
+        it short."""
         self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._wake.wait()
+        await self._wake.pause(self._shared.sleep(seconds))
 
     # -- one attempt -----------------------------------------------------------
     async def _attempt_once(
@@ -317,7 +319,10 @@ class EventStream:
     ) -> tuple[Failure | None, _Attempt]:
         """One request; returns its failure (None: the answer completed) and its record."""
         policy = self._shared.policy
-        att = _Attempt(probe, StallWatch(policy.stall_timeout, policy.stall_check_interval, now()))
+        att = _Attempt(
+            probe,
+            StallWatch(policy.stall_timeout, policy.stall_check_interval, self._shared.clock()),
+        )
         if self._resumable() and self.last_event_id.isdigit():
             att.replay_floor = int(self.last_event_id)
         self._attempt = att
@@ -517,7 +522,7 @@ class EventStream:
 
     # -- timers and interruptions ----------------------------------------------
     def _touch(self, att: _Attempt) -> None:
-        att.watch.touch(now())
+        att.watch.touch(self._shared.clock())
         if self._state is State.STALLED:
             self._set_state(self._before_stall, "flowing again")
 
@@ -525,11 +530,11 @@ class EventStream:
         """The seed's health check, every ``stall_check_interval`` seconds."""
         if att.settled or att.interrupt is not None:
             return
-        health = "ok" if att.paused else att.watch.check(now())
+        health = "ok" if att.paused else att.watch.check(self._shared.clock())
         # Surfaced before it is acted on, even when a late tick finds it dead at once.
         if health != "ok" and self._state is not State.STALLED:
             self._before_stall = self._state
-            idle = att.watch.idle(now())
+            idle = att.watch.idle(self._shared.clock())
             self._set_state(State.STALLED, f"no {self._shared.policy.idle_rule} for {idle:.2f}s")
         if health == "dead":
             self._interrupt(att, "stall")
@@ -569,9 +574,9 @@ class EventStream:
         att.resolved = True
         breaker = self._shared.breaker
         if success:
-            breaker.record_success(now())
+            breaker.record_success(self._shared.clock())
         else:
-            breaker.record_failure(now())
+            breaker.record_failure(self._shared.clock())
         if att.probe:
             self._shared.probe_resolved()
 
@@ -592,7 +597,7 @@ class EventStream:
         if att.resolved or not att.probe:
             return
         att.resolved = True
-        self._shared.breaker.probe_abandoned(now())
+        self._shared.breaker.probe_abandoned(self._shared.clock())
         self._shared.probe_resolved()
 
     def _error(self, decision: GiveUp | Surface, failure: Failure, body: str) -> StreamError:
@@ -628,7 +633,7 @@ class EventStream:
         if state is self._state and state in (State.STALLED, State.COMMITTED, State.OFFLINE):
             return
         self._state = state
-        change = StateChange(state, now(), detail, delay)
+        change = StateChange(state, self._shared.clock(), detail, delay)
         self._shared.state_changed(change)
         if self._on_state is not None:
             self._on_state(change)

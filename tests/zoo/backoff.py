@@ -15,6 +15,7 @@ from typing import Any
 from conformance.reference import ClientPolicy, StreamingClient
 from conformance.reference._client import EventStream
 from conformance.reference._policy import Failure, RetryState, backoff_delay, parse_retry_after
+from fake_servers import now
 from zoo import Expectation, Mutant, PolicyChange, _policy_mutant
 
 
@@ -68,7 +69,7 @@ class _RetryMutant(Mutant):
         return client
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
-        return StreamingClient(self._policy, rng=rng, on_state=self._on_state(key))
+        return StreamingClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
 
 class _CarriedCount(RetryState):
@@ -105,7 +106,7 @@ class count_never_resets(_RetryMutant):
     name = "count_never_resets"
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
-        return _CarryingClient(self._policy, rng=rng, on_state=self._on_state(key))
+        return _CarryingClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
 
 class _HintOnlyWhenShorter(RetryState):
@@ -138,7 +139,7 @@ class retry_after_only_when_shorter(_RetryMutant):
     name = "retry_after_only_when_shorter"
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
-        return _HintClient(self._policy, rng=rng, on_state=self._on_state(key))
+        return _HintClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
 
 class _TripleJitter(RetryState):
@@ -163,7 +164,7 @@ class jitter_200(_RetryMutant):
     name = "jitter_200"
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
-        return _TripleJitterClient(self._policy, rng=rng, on_state=self._on_state(key))
+        return _TripleJitterClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
 
 # -- randomness shared by the herd -------------------------------------------------------------
@@ -176,7 +177,7 @@ class herd_in_lockstep(_RetryMutant):
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
         same = random.Random(self._seed)
-        return StreamingClient(self._policy, rng=same, on_state=self._on_state(key))
+        return StreamingClient(self._policy, rng=same, on_state=self._on_state(key), clock=now)
 
 
 MUTANTS: dict[str, Expectation] = {

@@ -23,7 +23,6 @@ from conformance.reference import (
     StreamingClient,
 )
 from conformance.reference._client import _Attempt
-from fake_servers import now
 from zoo import Expectation, Mutant, _policy_mutant
 
 PIPELINE = "seed-pipeline"
@@ -214,11 +213,11 @@ class _WaitsWhenOpen(EventStream):
     async def _admission(self) -> bool:
         breaker = self._shared.breaker
         while True:
-            verdict = breaker.admit(now())
+            verdict = breaker.admit(self._shared.clock())
             if isinstance(verdict, Admit):
                 return verdict.probe
             # the mistake: a new stream waits like a retrying one instead of failing fast
-            delay = max(0.0, verdict.until - now())
+            delay = max(0.0, verdict.until - self._shared.clock())
             self._set_state(State.BREAKER_OPEN, "circuit open", delay=delay)
             await self._pause(delay)
             await self._while_offline()
@@ -230,10 +229,13 @@ class _WaitsWhenOpenClient(_StreamsOf):
 
 class _OnlyRetriesProbe(EventStream):
     async def _admission(self) -> bool:
-        if self.attempts == 0 and self._shared.breaker.state(now()) is not BreakerState.CLOSED:
+        if (
+            self.attempts == 0
+            and self._shared.breaker.state(self._shared.clock()) is not BreakerState.CLOSED
+        ):
             # the mistake: a new stream fails fast while half-open too, so only a
             # retrying stream can ever be the probe
-            raise CircuitOpen(now())
+            raise CircuitOpen(self._shared.clock())
         return await super()._admission()
 
 
@@ -244,8 +246,8 @@ class _OnlyRetriesProbeClient(_StreamsOf):
 class _NewCallersSkipTheLease(EventStream):
     async def _admission(self) -> bool:
         breaker = self._shared.breaker
-        if self.attempts == 0 and breaker.state(now()) is BreakerState.HALF_OPEN:
-            verdict = breaker.admit(now())
+        if self.attempts == 0 and breaker.state(self._shared.clock()) is BreakerState.HALF_OPEN:
+            verdict = breaker.admit(self._shared.clock())
             # the mistake: only OPEN fails a new stream fast; one refused the half-open
             # probe's lease goes ahead anyway
             return isinstance(verdict, Admit) and verdict.probe

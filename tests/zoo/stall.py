@@ -10,6 +10,7 @@ from typing import Any
 from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import StreamingClient
 from conformance.reference._client import EventStream
+from fake_servers import now
 from pytest_streamcheck._reference import ReferenceAdapter
 from zoo import Expectation, Mutant, _policy_mutant, _Sink
 
@@ -170,7 +171,7 @@ class _StreamMutant(Mutant):
         if client is None:
             patched = type("Client", (_PatchedClient,), {"stream_class": self.stream_class})
             client = patched(
-                self._policy, rng=random.Random(f"0:{key}"), on_state=self._on_state(key)
+                self._policy, rng=random.Random(f"0:{key}"), on_state=self._on_state(key), clock=now
             )
             if self._offline:
                 client.offline()
