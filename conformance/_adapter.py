@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from conformance._case import Capability, StreamRequest
 from conformance._evidence import DeliveryLog, ErrorKind
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 
 __all__ = [
     "AdapterInfo",

@@ -12,7 +12,7 @@ from dataclasses import replace
 from conformance._case import Outcome
 from conformance._evidence import Delivery, Evidence
 from conformance._timing import Decision, Noise
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, SentEvent
 
 __all__ = [

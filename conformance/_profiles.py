@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from conformance.reference._config import (
+from conformance.reference import (
     BackoffConfig,
     BreakerConfig,
     ClientPolicy,
@@ -24,6 +24,9 @@ from conformance.reference._config import (
 
 __all__ = [
     "BUILTIN_PROFILES",
+    "SEED_EVENTSOURCE",
+    "SEED_FETCH",
+    "SEED_PIPELINE",
     "Profile",
     "ProfileError",
     "Timing",
@@ -67,7 +70,7 @@ class Profile:
         try:
             _check_judgeable(self.policy)
         except PolicyError as error:
-            raise error.under("policy") from None
+            raise _under(error, "policy") from None
 
     @property
     def key(self) -> str:
@@ -90,6 +93,11 @@ class Profile:
 
 class ProfileError(ValueError):
     """A profile name or file that cannot be used; the message says why."""
+
+
+def _under(error: PolicyError, parent: str) -> PolicyError:
+    """The same error, its field placed under ``parent`` (``policy.backoff.jitter``)."""
+    return PolicyError(f"{parent}.{error.field}", error.problem)
 
 
 def _check_transports(transports: object) -> None:
@@ -134,6 +142,27 @@ def _check_judgeable(policy: ClientPolicy) -> None:
 _SEED_ARTICLE = "seeds/000 (the seed article)"
 _SEED_LIBRARY = "seeds/002 (the seed library's streaming pipeline)"
 
+# The seed article's EventSource (GET) client: the reference client's defaults.
+SEED_EVENTSOURCE = ClientPolicy(name="seed-eventsource")
+# The seed article's fetch + ReadableStream (POST) client: the last cap is 60 s.
+SEED_FETCH = ClientPolicy(
+    name="seed-fetch",
+    backoff=BackoffConfig(caps=((1, 2.0), (6, 3.0), (11, 60.0))),
+)
+# The seed library's streaming pipeline: 2 retries of 500 ms exponential with jitter,
+# a failure-ratio breaker, a 10 s time-to-first-chunk timeout, 408 retried, and an
+# idle timer reset by chunks only.
+SEED_PIPELINE = ClientPolicy(
+    name="seed-pipeline",
+    matrix=RetryMatrix(extra=frozenset({408})),
+    backoff=BackoffConfig(family="equal", base=0.5, caps=((1, 30.0),), jitter=0.0),
+    breaker=BreakerConfig(kind="ratio", ratio=0.5, min_throughput=10, cooldown=5.0),
+    max_attempts=3,
+    first_chunk_timeout=10.0,
+    idle_rule="data",  # "reset a timer per chunk in your loop"
+    resume=False,
+)
+
 BUILTIN_PROFILES: dict[str, Profile] = {
     p.key: p
     for p in (
@@ -142,7 +171,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             version=1,
             title="The seed article's EventSource client (GET text/event-stream)",
             source=_SEED_ARTICLE,
-            policy=ClientPolicy.eventsource(),
+            policy=SEED_EVENTSOURCE,
             transports=frozenset({"get"}),
         ),
         Profile(
@@ -150,7 +179,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             version=1,
             title="The seed article's fetch + ReadableStream client (POST with a body)",
             source=_SEED_ARTICLE,
-            policy=ClientPolicy.fetch(),
+            policy=SEED_FETCH,
             transports=frozenset({"post"}),
         ),
         Profile(
@@ -158,7 +187,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             version=1,
             title="The seed library's executeStream pipeline",
             source=_SEED_LIBRARY,
-            policy=ClientPolicy.pipeline(),
+            policy=SEED_PIPELINE,
             transports=frozenset({"get", "post"}),
         ),
     )
@@ -216,7 +245,7 @@ def _profile_from_dict(raw: object) -> Profile:
         policy = policy_from_dict(_table(raw.get("policy", {}), "policy"), base=base)
         policy = replace(policy, name=name)
     except PolicyError as error:
-        raise error.under("policy") from None
+        raise _under(error, "policy") from None
     transports = raw.get("transports", list(TRANSPORTS))
     return Profile(
         name=name,
@@ -278,7 +307,7 @@ def _replaced(base: _Part, changes: dict[str, Any], name: str) -> _Part:
     try:
         return replace(base, **changes)
     except PolicyError as error:
-        raise error.under(name) from None
+        raise _under(error, name) from None
 
 
 def _status_set(name: str, values: list[Any]) -> frozenset[Any]:

@@ -33,7 +33,7 @@ from typing import Any, Self, cast
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from pytest_streamcheck._exec_protocol import (
     PROTOCOL_VERSION,
     REPLIES,

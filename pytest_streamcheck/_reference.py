@@ -68,9 +68,7 @@ class ReferenceAdapter:
         if client is None:
             rng = random.Random(f"{self._seed}:{key}")
             # On the kit clock, as the ledger and the deliveries are.
-            client = StreamingClient(
-                self._policy, rng=rng, on_state=self._on_state(key), clock=now
-            )
+            client = StreamingClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
             if self._offline:
                 client.offline()
             self._clients[key] = client

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from conformance._profiles import SEED_PIPELINE
+from conformance.reference import BreakerConfig, ClientPolicy
 from conformance.reference._breaker import (
     _TRANSITIONS,
     Admit,
@@ -16,7 +18,6 @@ from conformance.reference._breaker import (
     _Signal,
     make_breaker,
 )
-from conformance.reference._config import BreakerConfig, ClientPolicy
 
 CLOSED, OPEN, HALF_OPEN = BreakerState.CLOSED, BreakerState.OPEN, BreakerState.HALF_OPEN
 SEED = BreakerConfig()  # 5 consecutive failures, 60 s cooldown
@@ -310,7 +311,7 @@ def test_ratio_probe_failure_reopens():
 
 def test_pipeline_policy_uses_the_ratio_breaker():
     """The seed library's pipeline policy gets a RatioBreaker with a 5 s cooldown."""
-    breaker = make_breaker(ClientPolicy.pipeline().breaker)
+    breaker = make_breaker(SEED_PIPELINE.breaker)
     assert isinstance(breaker, RatioBreaker)
     assert breaker.config.cooldown == 5.0
 

@@ -41,7 +41,7 @@ from conformance._timing import (
 )
 from conformance.cases import backoff as bk
 from conformance.cases.backoff import envelope_outcome, envelope_resolution, first_delay_range
-from conformance.reference._config import BackoffConfig, ClientPolicy
+from conformance.reference import BackoffConfig, ClientPolicy
 from fake_servers import Attempt, Connection, SentEvent
 
 EVENTSOURCE = get_profile("seed-eventsource").at("test")

@@ -23,7 +23,7 @@ from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
 from conformance._runner import HarnessError
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._server import FakeServer
 from pytest_streamcheck._exec import (

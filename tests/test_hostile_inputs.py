@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from conformance._profiles import Profile, ProfileError, load_profile
-from conformance.reference._config import (
+from conformance.reference import (
     BackoffConfig,
     BreakerConfig,
     ClientPolicy,

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from conformance._profiles import policy_to_dict
-from conformance.reference._config import BreakerConfig, ClientPolicy
+from conformance._profiles import SEED_EVENTSOURCE, policy_to_dict
+from conformance.reference import BreakerConfig, ClientPolicy
 from fake_servers._clock import now
 from fake_servers._ledger import Attempt, Ledger, LedgerTimeout
 from fake_servers._script import Gap, Respond, Stall, Step, Stream
@@ -43,7 +43,7 @@ QUIET = 0.25  # how long we watch for something that must NOT happen
 # about stalls must not see one (a 0.3 s watch once turned a 5 ms-gap stream into a
 # `stalled` state under load). The stall tests configure STALL_POLICY themselves.
 POLICY = replace(
-    ClientPolicy.eventsource().scaled(0.01),
+    SEED_EVENTSOURCE.scaled(0.01),
     connect_timeout=2.0,  # connects to 127.0.0.1 are instant; never let load fail one
     stall_timeout=5.0,
     stall_check_interval=0.05,

@@ -8,7 +8,8 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from conformance.reference._config import BackoffConfig, ClientPolicy, RetryMatrix
+from conformance._profiles import SEED_EVENTSOURCE, SEED_FETCH, SEED_PIPELINE
+from conformance.reference import BackoffConfig, ClientPolicy, RetryMatrix
 from conformance.reference._policy import (
     Failure,
     GiveUp,
@@ -58,7 +59,7 @@ FETCH_EXP = [*SEED_EXP[:10], 60.0, 60.0, 60.0]
 @pytest.mark.parametrize(("attempt", "exp"), list(enumerate(SEED_EXP, start=1)))
 def test_seed_family_caps_widen_with_the_attempt_count(attempt, exp):
     """Seed backoff is exp + r*exp*0.5 with caps 2 s, then 3 s from attempt 6, 5 s from 11."""
-    config = ClientPolicy.eventsource().backoff
+    config = SEED_EVENTSOURCE.backoff
     assert backoff_delay(config, attempt, FixedRandom(0.0), None) == pytest.approx(exp)
     assert backoff_delay(config, attempt, FixedRandom(0.5), None) == pytest.approx(exp * 1.25)
     assert backoff_delay(config, attempt, FixedRandom(0.999), None) == pytest.approx(exp * 1.4995)
@@ -67,7 +68,7 @@ def test_seed_family_caps_widen_with_the_attempt_count(attempt, exp):
 @pytest.mark.parametrize(("attempt", "exp"), list(enumerate(FETCH_EXP, start=1)))
 def test_fetch_policy_last_cap_is_sixty_seconds(attempt, exp):
     """The fetch client's caps are 2 s, 3 s, then 60 s from attempt 11."""
-    config = ClientPolicy.fetch().backoff
+    config = SEED_FETCH.backoff
     assert backoff_delay(config, attempt, FixedRandom(0.0), None) == pytest.approx(exp)
 
 
@@ -116,9 +117,9 @@ def test_attempt_is_one_based():
 # --- Backoff: envelope over many draws ---------------------------------------------------------
 
 ENVELOPE_CONFIGS = [
-    ClientPolicy.eventsource().backoff,
-    ClientPolicy.fetch().backoff,
-    ClientPolicy.pipeline().backoff,
+    SEED_EVENTSOURCE.backoff,
+    SEED_FETCH.backoff,
+    SEED_PIPELINE.backoff,
     BackoffConfig(family="full"),
     BackoffConfig(family="equal"),
     BackoffConfig(family="decorrelated"),
@@ -281,9 +282,9 @@ def seed_expects_retry(status: int) -> bool:
 @pytest.mark.parametrize(
     ("policy", "expects"),
     [
-        (ClientPolicy.eventsource(), seed_expects_retry),
-        (ClientPolicy.fetch(), seed_expects_retry),
-        (ClientPolicy.pipeline(), lambda s: s == 408 or seed_expects_retry(s)),
+        (SEED_EVENTSOURCE, seed_expects_retry),
+        (SEED_FETCH, seed_expects_retry),
+        (SEED_PIPELINE, lambda s: s == 408 or seed_expects_retry(s)),
         (
             ClientPolicy(matrix=RetryMatrix(retry_5xx=False)),
             lambda s: s in (429, 503),
@@ -325,7 +326,7 @@ def test_network_failures_give_up_when_the_matrix_says_so():
 
 def test_max_attempts_gives_up_exhausted():
     """The pipeline's 3 attempts: two retries, then "exhausted"."""
-    state = RetryState(ClientPolicy.pipeline(), FixedRandom(0.0))
+    state = RetryState(SEED_PIPELINE, FixedRandom(0.0))
     decisions = fail_attempts(state, 3, Failure("status", 503))
     assert [type(d) for d in decisions] == [Retry, Retry, GiveUp]
     assert decisions[-1] == GiveUp("exhausted")
@@ -439,14 +440,14 @@ def test_resumes_also_spend_the_budget():
 )
 def test_not_idempotent_is_never_resent_once_sent(failure):
     """idempotent=False with request bytes written gives up "not_idempotent"."""
-    state = RetryState(ClientPolicy.fetch(), FixedRandom(0.0))
+    state = RetryState(SEED_FETCH, FixedRandom(0.0))
     state.on_attempt()
     assert decide(state, failure, idempotent=False, request_sent=True) == GiveUp("not_idempotent")
 
 
 def test_not_idempotent_connect_failure_before_sending_retries():
     """A non-idempotent request that never left (connect failure) may be retried."""
-    state = RetryState(ClientPolicy.fetch(), FixedRandom(0.0))
+    state = RetryState(SEED_FETCH, FixedRandom(0.0))
     state.on_attempt()
     decision = decide(state, Failure("connect"), idempotent=False, request_sent=False)
     assert decision == Retry(pytest.approx(0.2), "connect", resume=False)
@@ -454,7 +455,7 @@ def test_not_idempotent_connect_failure_before_sending_retries():
 
 def test_not_idempotent_non_retryable_reports_the_status_reason():
     """A 401 on a POST is reported as non-retryable, the more useful reason."""
-    state = RetryState(ClientPolicy.fetch(), FixedRandom(0.0))
+    state = RetryState(SEED_FETCH, FixedRandom(0.0))
     state.on_attempt()
     assert decide(state, Failure("status", 401), idempotent=False) == GiveUp("non_retryable")
 

@@ -21,7 +21,7 @@ from test_timing import quiet_noise
 from conformance._profiles import Profile, get_profile
 from conformance._timing import Noise
 from conformance._verdict import RULES, AppVerdict, judge
-from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
+from conformance.reference import BackoffConfig, BreakerConfig, ClientPolicy
 from fake_servers import Attempt, Endpoint, Respond, Scenario, SentEvent, Stall, Stream, fixed
 from fake_servers._ledger import Rejected, Stalled
 from fake_servers._script import Ending

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from conformance.reference._watch import StallWatch
 
 

@@ -34,7 +34,7 @@ from conformance._verdict._judges_retry import (
 from conformance._verdict._judges_stream import accepted, not_closed, restarted, sat_through
 from conformance._verdict._result import AppVerdict, Call, Finding
 from conformance._verdict._rules import RULES, FindingLevel, Rule
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers._ledger import Attempt
 from fake_servers._script import Scenario
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from conformance._profiles import Profile
 from conformance._timing import Noise, Wait, seen_from, wait_between
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers._ledger import Attempt
 
 __all__ = [

@@ -1,8 +1,12 @@
 """The reference client: a sans-IO core (decoder, retry policy, breaker, stall watch)
 under an httpx shell (``StreamingClient``), plus a blocking façade.
 
-Public names are re-exported here and resolved on first use, so importing the
-policy data does not import httpx.
+A library of its own: it needs httpx and nothing of the kit (``fake_servers``,
+``pytest_streamcheck`` or the rest of ``conformance``), and takes its clock and sleep
+from the caller. Its policy type, ``ClientPolicy`` with ``RetryMatrix``,
+``BackoffConfig`` and ``BreakerConfig``, is public here; the kit's profiles build
+values of it. Public names are re-exported here and resolved on first use, so
+importing the policy data or the decoder does not import httpx.
 """
 
 from __future__ import annotations
@@ -30,8 +34,12 @@ if TYPE_CHECKING:
     )
     from conformance.reference._config import (
         BackoffConfig,
+        BackoffFamily,
         BreakerConfig,
+        BreakerKind,
         ClientPolicy,
+        IdleRule,
+        PolicyError,
         RetryMatrix,
     )
     from conformance.reference._errors import (
@@ -74,8 +82,12 @@ _EXPORTS = {
     "StreamingClient": "_client",
     "default_terminal": "_client",
     "BackoffConfig": "_config",
+    "BackoffFamily": "_config",
     "BreakerConfig": "_config",
+    "BreakerKind": "_config",
     "ClientPolicy": "_config",
+    "IdleRule": "_config",
+    "PolicyError": "_config",
     "RetryMatrix": "_config",
     "CircuitOpen": "_errors",
     "GaveUp": "_errors",
@@ -104,7 +116,9 @@ _EXPORTS = {
 __all__ = [
     "Admit",
     "BackoffConfig",
+    "BackoffFamily",
     "BreakerConfig",
+    "BreakerKind",
     "BreakerState",
     "CircuitBreaker",
     "CircuitOpen",
@@ -114,10 +128,12 @@ __all__ = [
     "Failure",
     "GaveUp",
     "GiveUp",
+    "IdleRule",
     "NoBreaker",
     "NonRetryableStatus",
     "NotIdempotent",
     "Offline",
+    "PolicyError",
     "RatioBreaker",
     "Reject",
     "Retry",

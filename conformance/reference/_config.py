@@ -1,12 +1,14 @@
-"""The policy a resilient streaming client follows, as frozen data.
+"""The policy a resilient streaming client follows, as frozen data: ``ClientPolicy``
+and its parts ``RetryMatrix``, ``BackoffConfig`` and ``BreakerConfig``.
 
 Defaults are the seed article's numbers (``seeds/000``): the retry matrix, the
 jittered backoff with caps that widen with the attempt count, the 5-failure /
 60-second circuit breaker, and the 90-second silent-stream timeout checked every
-10 seconds. The pipeline policy follows the seed library (``seeds/002``).
-Nothing here reads a clock or a random source: the core in ``_policy`` and
-``_breaker`` takes both as arguments. Every value is checked when it is made
-(``__post_init__``): a ``PolicyError`` names the field and the valid range.
+10 seconds. Other policies are values of the same type: the kit's profiles build
+theirs (the seed article's fetch client, the seed library's pipeline) in
+``conformance._profiles``. Nothing here reads a clock or a random source: the core
+in ``_policy`` and ``_breaker`` takes both as arguments. Every value is checked when
+it is made (``__post_init__``): a ``PolicyError`` names the field and the valid range.
 """
 
 from __future__ import annotations
@@ -32,16 +34,13 @@ IdleRule = Literal["bytes", "data"]  # what resets the stall timer
 
 
 class PolicyError(ValueError):
-    """A policy value that makes no sense: ``field`` names it (``backoff.jitter``)."""
+    """A policy value that makes no sense: ``field`` names it (``jitter``), ``problem``
+    says what was expected and what came."""
 
     def __init__(self, field: str, problem: str) -> None:
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
-
-    def under(self, parent: str) -> PolicyError:
-        """The same error, its field placed under ``parent`` (``policy.backoff``)."""
-        return PolicyError(f"{parent}.{self.field}", self.problem)
 
 
 def _reject(name: str, expected: str, value: object) -> PolicyError:
@@ -59,7 +58,7 @@ def _number(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-def check_seconds(name: str, value: object, *, zero: bool = False, inf: bool = False) -> None:
+def _check_seconds(name: str, value: object, *, zero: bool = False, inf: bool = False) -> None:
     """A duration: a number > 0 (>= 0 with ``zero``), finite unless ``inf`` (no limit)."""
     expected = f"seconds {'>=' if zero else '>'} 0" + ("" if inf else " (a finite number)")
     seconds = _number(value)
@@ -69,7 +68,7 @@ def check_seconds(name: str, value: object, *, zero: bool = False, inf: bool = F
         raise _reject(name, expected, value)
 
 
-def check_count(name: str, value: object, low: int = 1) -> None:
+def _check_count(name: str, value: object, low: int = 1) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise _reject(name, f"an integer >= {low}", value)
 
@@ -143,7 +142,7 @@ class BackoffConfig:
 
     def __post_init__(self) -> None:
         _check_choice("family", self.family, get_args(BackoffFamily))
-        check_seconds("base", self.base)
+        _check_seconds("base", self.base)
         _check_caps(self.caps)
         _check_fraction("jitter", self.jitter, zero=True)
 
@@ -182,8 +181,8 @@ def _check_caps(caps: object) -> None:
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise _reject("caps", shape, caps)
         first, cap = pair
-        check_count("caps", first, previous + 1)
-        check_seconds("caps", cap, inf=True)
+        _check_count("caps", first, previous + 1)
+        _check_seconds("caps", cap, inf=True)
         previous = first
 
 
@@ -200,16 +199,21 @@ class BreakerConfig:
 
     def __post_init__(self) -> None:
         _check_choice("kind", self.kind, get_args(BreakerKind))
-        check_count("threshold", self.threshold)
-        check_seconds("cooldown", self.cooldown)
+        _check_count("threshold", self.threshold)
+        _check_seconds("cooldown", self.cooldown)
         _check_fraction("ratio", self.ratio, zero=False)
-        check_count("min_throughput", self.min_throughput)
-        check_seconds("window", self.window)
+        _check_count("min_throughput", self.min_throughput)
+        _check_seconds("window", self.window)
 
 
 @dataclass(frozen=True)
 class ClientPolicy:
-    """Everything the reference client's behaviour depends on."""
+    """Everything the reference client's behaviour depends on; durations in seconds.
+
+    ``ClientPolicy()`` is the seed article's EventSource client; change what you need
+    with keywords or ``dataclasses.replace``. ``name`` only labels the policy (the
+    kit's reports show it).
+    """
 
     name: str = "seed-eventsource"
     matrix: RetryMatrix = field(default_factory=RetryMatrix)
@@ -234,47 +238,20 @@ class ClientPolicy:
         if not isinstance(self.breaker, BreakerConfig):
             raise _reject("breaker", "a BreakerConfig", self.breaker)
         if self.max_attempts is not None:
-            check_count("max_attempts", self.max_attempts)
+            _check_count("max_attempts", self.max_attempts)
         _check_flag("retry_after", self.retry_after)
-        check_seconds("retry_after_cap", self.retry_after_cap, zero=True)
+        _check_seconds("retry_after_cap", self.retry_after_cap, zero=True)
         for name in ("stall_timeout", "stall_check_interval", "connect_timeout"):
-            check_seconds(name, getattr(self, name))
+            _check_seconds(name, getattr(self, name))
         _check_choice("idle_rule", self.idle_rule, get_args(IdleRule))
         if self.first_chunk_timeout is not None:
-            check_seconds("first_chunk_timeout", self.first_chunk_timeout)
+            _check_seconds("first_chunk_timeout", self.first_chunk_timeout)
         _check_flag("resume", self.resume)
 
-    @classmethod
-    def eventsource(cls) -> ClientPolicy:
-        """The seed article's EventSource (GET) client."""
-        return cls()
-
-    @classmethod
-    def fetch(cls) -> ClientPolicy:
-        """The seed article's fetch + ReadableStream (POST) client: the last cap is 60 s."""
-        return cls(
-            name="seed-fetch",
-            backoff=BackoffConfig(caps=((1, 2.0), (6, 3.0), (11, 60.0))),
-        )
-
-    @classmethod
-    def pipeline(cls) -> ClientPolicy:
-        """The seed library's streaming pipeline: 2 retries of 500 ms exponential with
-        jitter, a failure-ratio breaker, a 10 s time-to-first-chunk timeout, 408 retried,
-        and an idle timer reset by chunks only."""
-        return cls(
-            name="seed-pipeline",
-            matrix=RetryMatrix(extra=frozenset({408})),
-            backoff=BackoffConfig(family="equal", base=0.5, caps=((1, 30.0),), jitter=0.0),
-            breaker=BreakerConfig(kind="ratio", ratio=0.5, min_throughput=10, cooldown=5.0),
-            max_attempts=3,
-            first_chunk_timeout=10.0,
-            idle_rule="data",  # "reset a timer per chunk in your loop"
-            resume=False,
-        )
-
     def scaled(self, factor: float) -> ClientPolicy:
-        """The same policy with every duration multiplied by ``factor`` (test timing)."""
+        """The same policy with every duration multiplied by ``factor``: every relation
+        between durations holds, so ``scaled(0.01)`` behaves alike, a hundred times
+        faster (the kit's test timing; an application's own tests)."""
         b = self.backoff
         return replace(
             self,

@@ -11,7 +11,7 @@ import httpx
 
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import Capability
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 
 __all__ = ["RELEASE", "blocks_loop", "mute", "never_returns", "sleeps_in_stream"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance._adapter import AdapterRequest, StreamSink
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from pytest_streamcheck._reference import ReferenceAdapter
 
 __all__ = ["CRASH", "crashes_on_post", "make_adapter", "retries_401", "streamcheck_adapter"]
