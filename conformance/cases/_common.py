@@ -27,7 +27,7 @@ from conformance._case import (
     StreamRequest,
     register,
 )
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Fault, Step, Stream
 
 __all__ = [

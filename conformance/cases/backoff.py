@@ -37,7 +37,7 @@ from conformance.cases._common import (
     request_for,
     retry_budget,
 )
-from conformance.reference._config import BackoffConfig, BreakerConfig, ClientPolicy
+from conformance.reference import BackoffConfig, BreakerConfig, ClientPolicy
 from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream
 
 __all__ = ["delays_figure", "envelope_outcome", "envelope_resolution", "first_delay_range"]

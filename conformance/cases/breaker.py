@@ -45,7 +45,7 @@ from conformance.cases._common import (
     request_for,
     retry_budget,
 )
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, Respond, Stall, Step, Stream, now
 
 __all__: list[str] = []

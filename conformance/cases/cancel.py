@@ -24,7 +24,7 @@ from conformance.cases._common import (
     settle_time,
 )
 from conformance.cases.offline import mark, marked
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, Gap, Stall, Stream
 
 __all__ = ["closed_by_client_within"]

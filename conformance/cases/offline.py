@@ -29,7 +29,7 @@ from conformance._checks import (
 from conformance._evidence import Evidence
 from conformance._timing import Noise, at_once
 from conformance.cases._common import PATH, Row, register_row, request_for, retry_budget
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, Fault, Respond, Stall, Stream
 
 __all__ = ["KIT", "closed_after", "mark", "marked", "quiet_between", "reconnected_within"]

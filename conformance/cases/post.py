@@ -45,7 +45,7 @@ from conformance.cases._common import (
     settle_time,
 )
 from conformance.cases.sse import server_sequence
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, Fault, Respond, Step, Stream
 
 __all__ = ["image_bytes", "multipart_request", "unsafe_request"]

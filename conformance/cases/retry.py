@@ -29,7 +29,7 @@ from conformance.cases._common import (
     register_row,
     request_for,
 )
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Fault, Respond, Stall, Stream
 
 MATRIX = "seeds/000 §The Retryable-Error Matrix"

@@ -24,7 +24,7 @@ from conformance._checks import (
 )
 from conformance._evidence import Evidence
 from conformance.cases._common import RESUME, Row, one_stream, register_row, resume_applies
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Framing, Gap, Stream
 
 __all__ = ["server_events", "server_sequence"]

@@ -24,7 +24,7 @@ from conformance._checks import all_of, ended_with_done, ended_with_error
 from conformance._checks_sse import Comment, Dispatched, handed_over
 from conformance._evidence import Evidence
 from conformance.cases._common import Row, one_stream, register_row
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Raw, Step
 
 __all__ = ["ROWS", "wire_of"]

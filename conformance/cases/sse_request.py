@@ -33,7 +33,7 @@ from conformance.cases._common import (
     settle_time,
 )
 from conformance.cases.sse import server_sequence
-from conformance.reference._config import ClientPolicy
+from conformance.reference import ClientPolicy
 from fake_servers import Attempt, Respond, Step, Stream
 
 __all__: list[str] = []

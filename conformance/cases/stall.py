@@ -32,7 +32,7 @@ from conformance._checks import (
 from conformance._evidence import Evidence
 from conformance._timing import Noise, Wait, decide, span
 from conformance.cases._common import Applies, Row, one_stream, register_row
-from conformance.reference._config import ClientPolicy, IdleRule
+from conformance.reference import ClientPolicy, IdleRule
 from fake_servers import Attempt, Stall, Step, Stream
 
 __all__ = [
