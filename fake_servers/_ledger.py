@@ -102,7 +102,10 @@ class Attempt:
 
     @property
     def last_event_id(self) -> str | None:
-        return self.header("last-event-id")
+        """The header as the client meant it: EventSource sends the id UTF-8 encoded,
+        and headers are kept as latin-1 text (one character a byte)."""
+        value = self.header("last-event-id")
+        return None if value is None else value.encode("latin-1").decode("utf-8", "replace")
 
     @property
     def idempotency_key(self) -> str | None:

@@ -218,6 +218,24 @@ async def test_a_new_id_after_an_empty_one_is_sent(fake_server: FakeServer) -> N
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("odd_id", ["\u00b2", "\u0663", "9" * 5000])
+async def test_an_id_of_digits_int_refuses_is_an_opaque_resume_point(
+    fake_server: FakeServer, odd_id: str
+) -> None:
+    """Ids like "²", Arabic-Indic digits or 5,000 digits pass str.isdigit() but are no replay
+    number, and "²" is no ASCII: the stream resumes with the id UTF-8 encoded, as text."""
+    fake_server.script("/s", _event_stream(f"id: {odd_id}\ndata: a\n\n"), Stream(events=3))
+    async with make_client() as client:
+        events, error = await drain(client.stream(fake_server.url + "/s"))
+    assert error is None, error
+    assert payloads(events)[0] == "a"
+    assert [a.last_event_id for a in fake_server.ledger.wait_finished(DEADLINE)] == [
+        None,
+        odd_id,
+    ]
+
+
+@pytest.mark.asyncio
 async def test_events_without_ids_after_a_resume_leave_no_resume_point(
     fake_server: FakeServer,
 ) -> None:

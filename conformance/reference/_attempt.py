@@ -12,7 +12,7 @@ from conformance.reference._policy import FailureKind
 from conformance.reference._sse import SSEComment, SSEEvent
 from conformance.reference._watch import StallWatch
 
-__all__ = ["_Attempt", "_Buffer", "_Wake", "_drop_replays"]
+__all__ = ["_Attempt", "_Buffer", "_Wake", "_drop_replays", "_numeric_id"]
 
 
 @dataclass(eq=False)
@@ -91,14 +91,28 @@ class _Wake:
             self._pausing = None
 
 
+# An id is a replay-ordering number only if it is plain ASCII digits of a sane length:
+# str.isdigit() accepts "²" and other digits int() refuses, and int() refuses over
+# 4,300 digits; such ids are opaque, like any other text.
+_ID_DIGITS = 18
+
+
+def _numeric_id(event_id: str) -> int | None:
+    """The id as a number when it is 1-18 ASCII digits, else None (an opaque id)."""
+    if 0 < len(event_id) <= _ID_DIGITS and event_id.isascii() and event_id.isdigit():
+        return int(event_id)
+    return None
+
+
 def _drop_replays(events: list[SSEEvent], att: _Attempt) -> list[SSEEvent]:
     """After a resume, drops what a replaying server sends again (numeric ids <= the
     resume point); the first newer id ends the replay. Opaque ids are trusted."""
     kept: list[SSEEvent] = []
     for ev in events:
         floor = att.replay_floor
-        if floor is not None and ev.id.isdigit():
-            if int(ev.id) <= floor:
+        number = _numeric_id(ev.id)
+        if floor is not None and number is not None:
+            if number <= floor:
                 continue
             att.replay_floor = None
         kept.append(ev)

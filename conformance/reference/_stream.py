@@ -18,7 +18,7 @@ from typing import Any, Self, cast
 
 import httpx
 
-from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays, _Wake
+from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays, _numeric_id, _Wake
 from conformance.reference._breaker import Admit, CircuitBreaker, NoBreaker, RatioBreaker
 from conformance.reference._config import ClientPolicy
 from conformance.reference._errors import (
@@ -323,8 +323,8 @@ class EventStream:
             probe,
             StallWatch(policy.stall_timeout, policy.stall_check_interval, self._shared.clock()),
         )
-        if self._resumable() and self.last_event_id.isdigit():
-            att.replay_floor = int(self.last_event_id)
+        if self._resumable():
+            att.replay_floor = _numeric_id(self.last_event_id)
         self._attempt = att
         self._set_state(State.CONNECTING, f"attempt {self.attempts}")
         try:
@@ -421,7 +421,10 @@ class EventStream:
     def _request(self, prepared: _Prepared, extensions: dict[str, Any]) -> httpx.Request:
         headers = prepared.headers.copy()
         if self.last_event_id:  # HTML §9.2.3: only a non-empty last event ID is sent
-            headers["last-event-id"] = self.last_event_id
+            # UTF-8 encoded, as the spec says: an id may hold any character but CR, LF
+            # and NUL, and httpx would encode a str value as ASCII (and raise).
+            value = self.last_event_id.encode("utf-8")
+            headers = httpx.Headers([*headers.raw, (b"last-event-id", value)])
         return httpx.Request(
             prepared.method,
             prepared.url,
