@@ -1,6 +1,6 @@
 """SC-SSE, the request and the connection: headers, redirects, HTTP 204.
 
-Ids SC-SSE-19 to SC-SSE-40 belong to this module, each written where its case is made:
+Ids SC-SSE-19 to SC-SSE-40, 81 and 82 belong to this module, each written where its case is made:
 every row is registered for GET (the odd id) and POST (the even id).
 
 The request rows judge the ledger's headers on every request, a retry included (the
@@ -29,12 +29,13 @@ from conformance.cases._common import (
     one_stream,
     register_row,
     request_for,
+    resume_applies,
     retry_budget,
     settle_time,
 )
 from conformance.cases.sse import server_sequence
 from conformance.reference import ClientPolicy
-from fake_servers import Attempt, Respond, Step, Stream
+from fake_servers import Attempt, Raw, Respond, Step, Stream
 
 __all__: list[str] = []
 
@@ -227,6 +228,46 @@ register_row(
     ),
     get_id="SC-SSE-29",
     post_id="SC-SSE-30",
+)
+
+
+# Any character but CR, LF and NUL may stand in an id; this one is not ASCII.
+WIDE_ID = "\u00e9t\u00e9-\u00b2"
+
+
+def _resumed_with_wide_id(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    want = f"the resumed request carries Last-Event-ID {WIDE_ID!r}, UTF-8 encoded"
+    if len(ev.attempts) < 2:
+        return Outcome.failed(
+            want, f"{len(ev.attempts)} request(s): the cut stream was not resumed"
+        )
+    got = ev.attempts[1].last_event_id
+    if got != WIDE_ID:
+        return Outcome.failed(want, "no Last-Event-ID" if got is None else f"Last-Event-ID {got!r}")
+    return all_of(Outcome.passed(want, "it does"), ended_with_done(ev))
+
+
+register_row(
+    Row(
+        title="An id that is not ASCII is sent back as Last-Event-ID, UTF-8 encoded",
+        level=Level.MUST,
+        requirement="A client MUST resume with any id the server set, whatever characters "
+        "it holds, sent UTF-8 encoded as Last-Event-ID (never dropped, mangled or fatal).",
+        source="WHATWG HTML §9.2.4 (Last-Event-ID: the last event ID string, UTF-8 "
+        "encoded); §9.2.6 (an id is any text without NUL)",
+        play=one_stream(
+            lambda p: [
+                Raw((f"id: {WIDE_ID}\ndata: a\n\n".encode(),), end="abort"),
+                Stream(events=3),
+            ],
+            retries=1,
+        ),
+        check=_resumed_with_wide_id,
+        needs=RESUME,
+        applies=resume_applies,
+    ),
+    get_id="SC-SSE-81",
+    post_id="SC-SSE-82",
 )
 
 

@@ -1,4 +1,4 @@
-"""Mutants of the SSE request and connection (SC-SSE-19..40).
+"""Mutants of the SSE request and connection (SC-SSE-19..40, 81 and 82).
 
 Most mistakes are httpx event hooks on every client instance (``_ClientMutant``): a
 request hook runs before each request is sent, a response hook once its headers are
@@ -86,6 +86,18 @@ class empty_last_event_id(_RequestMutant):
 
     def edit(self, request: httpx.Request) -> None:
         request.headers.setdefault("last-event-id", "")
+
+
+class mangles_wide_ids(_RequestMutant):
+    """Sends Last-Event-ID as ASCII, a "?" for every other character (an id is text)."""
+
+    name = "mangles_wide_ids"
+
+    def edit(self, request: httpx.Request) -> None:
+        sent = {name.lower(): value for name, value in request.headers.raw}.get(b"last-event-id")
+        if sent is not None:
+            text = sent.decode("utf-8", "replace").encode("ascii", "replace").decode()
+            request.headers["last-event-id"] = text
 
 
 class drops_caller_headers_on_retry(_RequestMutant):
@@ -191,4 +203,5 @@ MUTANTS: dict[str, Expectation] = {
     "retries_the_original_request": Expectation("SC-SSE-35 or SC-SSE-36"),
     "retries_broken_redirects": Expectation("SC-SSE-37 or SC-SSE-38"),
     "retries_204": Expectation("SC-SSE-39 or SC-SSE-40"),
+    "mangles_wide_ids": Expectation("SC-SSE-81 or SC-SSE-82"),
 }
