@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
 from conformance.reference import (
@@ -22,7 +23,6 @@ from conformance.reference import (
 )
 from fake_servers import now
 from pytest_streamcheck import __version__
-from pytest_streamcheck._adapter import AdapterInfo, AdapterRequest, StreamSink
 
 __all__ = ["ReferenceAdapter", "error_kind"]
 
