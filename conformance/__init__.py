@@ -12,8 +12,9 @@ it. Two kinds of verdict, one name each: ``Verdict`` is a case's (PASS, FAIL, ..
 test's client.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from conformance.reference._exports import lazy_getattr
 
 if TYPE_CHECKING:
     from conformance._adapter import (
@@ -153,13 +154,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'conformance' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"conformance.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -11,8 +11,9 @@ importing the policy data or the decoder does not import httpx.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from conformance.reference._exports import lazy_getattr
 
 if TYPE_CHECKING:
     from conformance.reference._breaker import (
@@ -160,10 +161,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'conformance.reference' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"conformance.reference.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
