@@ -9,11 +9,13 @@ import httpx
 import pytest
 
 from conformance._profiles import SEED_EVENTSOURCE, SEED_FETCH, SEED_PIPELINE
-from conformance.reference import BackoffConfig, ClientPolicy, RetryMatrix
-from conformance.reference._policy import (
+from conformance.reference import (
+    BackoffConfig,
+    ClientPolicy,
     Failure,
     GiveUp,
     Retry,
+    RetryMatrix,
     RetryState,
     Surface,
     backoff_delay,
