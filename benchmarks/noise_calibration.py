@@ -2,6 +2,7 @@
 
     python benchmarks/noise_calibration.py --rounds 5                 # quiet machine
     python benchmarks/noise_calibration.py --rounds 5 --burners 2     # 2 CPU burners beside
+    python benchmarks/noise_calibration.py --rounds 5 --beside 3      # 3 lanes playing beside
 
 The reference client announces every delay it draws (its "retrying" state carries it),
 so for each of the jitter cases' 50 clients the harness's true share of a measured
@@ -10,6 +11,11 @@ that share is at most ``measured - least``. This prints, per round and in all, h
 often the claim held, the quantiles of the true share and of the model's allowance,
 and how many waits the model called undecidable. A claim that fails is a possible
 false failure: the figure to keep at zero.
+
+``--beside N`` plays the catalog's shared cases on N more lanes (each its own server,
+proxy and client, in this process) throughout, as a run with lanes would beside a
+case that is not exclusive: the calibration then holds the model against the load
+other lanes put on a case's loops (the GIL included), which its probes must see.
 """
 
 from __future__ import annotations
@@ -17,13 +23,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _load import Load, stop_signals
 
-from conformance._case import get_case
+from conformance._case import all_cases, get_case
 from conformance._profiles import get_profile
 from conformance._runner import SuiteRunner
 from conformance._timing import wait_between
@@ -67,10 +74,26 @@ def one_round(runner: SuiteRunner) -> tuple[list[float], list[float], int, list[
     return shares, allowances, misses, verdicts
 
 
+def _beside(profiles: list, stop: threading.Event, played: list[int]) -> None:
+    """One lane beside the calibration: the shared cases, over and over, until stopped."""
+    runner = SuiteRunner(lambda: ReferenceAdapter(seed=7), profiles, seed=7).start()
+    try:
+        while not stop.is_set():
+            for case in all_cases():
+                if stop.is_set():
+                    break
+                if not case.exclusive:
+                    runner.run(case)
+                    played[0] += 1
+    finally:
+        runner.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--burners", type=int, default=0)
+    parser.add_argument("--beside", type=int, default=0, help="lanes playing cases beside")
     args = parser.parse_args()
     profiles = [get_profile("seed-eventsource"), get_profile("seed-fetch")]
     all_shares: list[float] = []
@@ -79,6 +102,13 @@ def main() -> None:
     with stop_signals():
         load = Load(burners=args.burners)
         load.start()
+        stop, played = threading.Event(), [0]
+        lanes = [
+            threading.Thread(target=_beside, args=(profiles, stop, played), daemon=True)
+            for _ in range(args.beside)
+        ]
+        for lane in lanes:
+            lane.start()
         runner = SuiteRunner(lambda: ReferenceAdapter(seed=7), profiles, seed=7).start()
         try:
             for r in range(1, args.rounds + 1):
@@ -95,9 +125,13 @@ def main() -> None:
                 )
         finally:
             runner.close()
+            stop.set()
+            for lane in lanes:
+                lane.join()
             load.stop()
     print(
-        f"burners={args.burners}: {len(all_shares)} waits; true harness share p50/p99/max "
+        f"burners={args.burners} beside={args.beside} (cases played beside: {played[0]}): "
+        f"{len(all_shares)} waits; true harness share p50/p99/max "
         f"{_q(all_shares, 0.5) * 1e3:.1f}/{_q(all_shares, 0.99) * 1e3:.1f}/"
         f"{max(all_shares) * 1e3:.1f} ms; model allowance p50/p99 "
         f"{_q(all_allow, 0.5) * 1e3:.1f}/{_q(all_allow, 0.99) * 1e3:.1f} ms; "

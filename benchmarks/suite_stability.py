@@ -6,6 +6,8 @@
     python benchmarks/suite_stability.py --runs 5 --burners 2 \\
         --beside "python -m pytest -q tests/test_loader.py"           # a second suite beside
     python benchmarks/suite_stability.py --runs 5 -- -k SC-BACKOFF    # extra pytest arguments
+    python benchmarks/suite_stability.py --runs 5 --lanes 1,4         # serial and 4 lanes,
+                                                                      # runs interleaved
 
 Each run is a fresh `python -m pytest -q -p no:cacheprovider --streamcheck=TARGET
 --streamcheck-report=R [pytest args after --]` process (its own process group, killed
@@ -16,7 +18,10 @@ the report carries `noise`, and the ids of cases that neither passed nor were
 unsupported. Then a summary per load: runs with any FAIL or ERROR, INCONCLUSIVE and
 re-judged totals, wall median and max, the median 1-minute load average sampled during
 the runs, the CPU count. `--loads` runs one series per burner count and ends with a table;
-`--json PATH` writes every figure (rewritten after each run).
+`--json PATH` writes every figure (rewritten after each run). `--lanes N[,N...]` passes
+`--streamcheck-lanes=N`; with several values each load gets one series per value, and
+their runs alternate (run 1 of each, then run 2 of each, ...), so a change in the
+machine's own load falls on every series alike.
 
 The load: `--burners N` starts N processes of `python -c "while True: pass"`, each in its
 own process group, and prints their PIDs; `--beside CMD` runs CMD (split like a shell
@@ -158,8 +163,9 @@ def run_once(argv: list[str], report: Path, output: Path, timeout: float, tick) 
     return result
 
 
-def run_line(i: int, runs: int, burners: int, r: dict) -> str:
-    head = f"run {i:3d}/{runs} [burners={burners}] {r['wall']:7.1f}s rc={r['exit_code']}"
+def run_line(i: int, runs: int, burners: int, r: dict, lanes: int | None = None) -> str:
+    where = f"burners={burners}" + ("" if lanes is None else f" lanes={lanes}")
+    head = f"run {i:3d}/{runs} [{where}] {r['wall']:7.1f}s rc={r['exit_code']}"
     if r["timed_out"]:
         return f"{head} TIMED OUT"
     if not r["report"]:
@@ -229,7 +235,8 @@ def print_summary(series: dict, machine: dict) -> None:
     s = series["summary"]
     load = series["load"]
     beside = load["beside"]
-    print(f"--- burners={load['burners']}", end="")
+    lanes = "" if series.get("lanes") is None else f" lanes={series['lanes']}"
+    print(f"--- burners={load['burners']}{lanes}", end="")
     print(f" beside={beside['command']!r}" if beside else " beside=none")
     print(
         f"  runs {s['runs']}/{s['runs_requested']}: with FAIL {s['runs_with_fail']}, "
@@ -264,7 +271,8 @@ def print_summary(series: dict, machine: dict) -> None:
 
 
 def print_table(all_series: list[dict]) -> None:
-    head = ("burners", "runs", "FAIL runs", "ERROR runs", "inconcl.", "re-judged", "no report")
+    head = ("burners", "lanes", "runs", "FAIL runs", "ERROR runs", "inconcl.", "re-judged")
+    head += ("no report",)
     head += ("wall med", "wall max", "loadavg")
     rows = []
     for series in all_series:
@@ -272,6 +280,7 @@ def print_table(all_series: list[dict]) -> None:
         rows.append(
             (
                 str(series["load"]["burners"]),
+                "-" if series.get("lanes") is None else str(series["lanes"]),
                 f"{s['runs']}/{s['runs_requested']}",
                 str(s["runs_with_fail"]),
                 str(s["runs_with_error"]),
@@ -307,6 +316,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--settle", type=float, default=0.0, help="seconds under load first")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write every figure here")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep reports and outputs")
+    parser.add_argument(
+        "--lanes", help="--streamcheck-lanes values, one series each, runs interleaved: 1,4"
+    )
     if "--" in argv:
         i = argv.index("--")
         own, extra = argv[:i], argv[i + 1 :]
@@ -317,6 +329,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         args.loads = [int(x) for x in args.loads.split(",")] if args.loads else [args.burners]
     except ValueError:
         parser.error(f"--loads takes burner counts separated by commas, not {args.loads!r}")
+    try:
+        args.lanes = [int(x) for x in args.lanes.split(",")] if args.lanes else [None]
+    except ValueError:
+        parser.error(f"--lanes takes lane counts separated by commas, not {args.lanes!r}")
+    if any(n is not None and n < 1 for n in args.lanes):
+        parser.error("lane counts must be at least 1")
     if any(n < 0 for n in args.loads) or args.runs < 1:
         parser.error("--runs must be at least 1 and burner counts at least 0")
     if args.beside is not None:
@@ -356,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     print(
-        f"target={args.target} runs={args.runs} loads={args.loads} beside={args.beside!r} "
+        f"target={args.target} runs={args.runs} loads={args.loads} lanes={args.lanes} "
+        f"beside={args.beside!r} "
         f"pytest args={extra} CPUs={machine['cpu_count']}",
         flush=True,
     )
@@ -364,52 +383,64 @@ def main(argv: list[str] | None = None) -> int:
     with stop_signals(), tempfile.TemporaryDirectory(prefix="suite-stability-") as tmp:
         try:
             for burners in args.loads:
-                series = {
-                    "runs_requested": args.runs,
-                    "load": {"burners": burners, "beside": None},
-                    "runs": [],
-                    "loadavg_samples": [],
-                }
-                doc["series"].append(series)
+                group = []
+                for lanes in args.lanes:
+                    series = {
+                        "runs_requested": args.runs,
+                        "load": {"burners": burners, "beside": None},
+                        "lanes": lanes,
+                        "runs": [],
+                        "loadavg_samples": [],
+                    }
+                    doc["series"].append(series)
+                    group.append(series)
                 load = Load(burners=burners, beside=args.beside)
-                series["loadavg_samples"] = load.sampler.samples
+                for series in group:  # one sampler: the series share the load
+                    series["loadavg_samples"] = load.sampler.samples
                 try:
                     load.start()
-                    series["load"] = load.figures()
+                    for series in group:
+                        series["load"] = load.figures()
                     settle_until = time.monotonic() + args.settle
                     while time.monotonic() < settle_until:
                         load.tick()
                         time.sleep(POLL)
                     for i in range(1, args.runs + 1):
-                        report = Path(tmp) / f"b{burners}-r{i}.json"
-                        output = Path(tmp) / f"b{burners}-r{i}.txt"
-                        cmd = [
-                            sys.executable,
-                            "-m",
-                            "pytest",
-                            "-q",
-                            "-p",
-                            "no:cacheprovider",
-                            f"--streamcheck={args.target}",
-                            f"--streamcheck-report={report}",
-                            *extra,
-                        ]
-                        r = run_once(cmd, report, output, args.timeout, load.tick)
-                        r["run"] = i
-                        series["runs"].append(r)
-                        print(run_line(i, args.runs, burners, r), flush=True)
-                        if r["timed_out"] or not r["report"] or r["exit_code"] not in (0, 1):
-                            print(output_tail(output), flush=True)
-                        if args.keep:
-                            for f in (report, output):
-                                if f.exists():
-                                    shutil.copy(f, args.keep / f.name)
-                        series["summary"] = summarize(series)
-                        write_json()
+                        for series in group:
+                            lanes = series["lanes"]
+                            name = f"b{burners}" + ("" if lanes is None else f"-l{lanes}")
+                            report = Path(tmp) / f"{name}-r{i}.json"
+                            output = Path(tmp) / f"{name}-r{i}.txt"
+                            cmd = [
+                                sys.executable,
+                                "-m",
+                                "pytest",
+                                "-q",
+                                "-p",
+                                "no:cacheprovider",
+                                f"--streamcheck={args.target}",
+                                f"--streamcheck-report={report}",
+                                *([] if lanes is None else [f"--streamcheck-lanes={lanes}"]),
+                                *extra,
+                            ]
+                            r = run_once(cmd, report, output, args.timeout, load.tick)
+                            r["run"] = i
+                            r["uptime_load"] = os.getloadavg()
+                            series["runs"].append(r)
+                            print(run_line(i, args.runs, burners, r, lanes), flush=True)
+                            if r["timed_out"] or not r["report"] or r["exit_code"] not in (0, 1):
+                                print(output_tail(output), flush=True)
+                            if args.keep:
+                                for f in (report, output):
+                                    if f.exists():
+                                        shutil.copy(f, args.keep / f.name)
+                            series["summary"] = summarize(series)
+                            write_json()
                 finally:
                     load.stop()
-                    series["load"] = load.figures()
-                    series["summary"] = summarize(series)
+                    for series in group:
+                        series["load"] = load.figures()
+                        series["summary"] = summarize(series)
                     write_json()
         except KeyboardInterrupt as exc:
             doc["interrupted"] = True

@@ -251,10 +251,24 @@ class Case:
     # herd): the runner keeps the kit's own garbage collector from pausing every
     # thread while the case plays.
     quiet_gc: bool = False
+    # The check times what the client does on several streams at once (the fifth of
+    # five reconnects after a blink): the harness's share of that grows with the work
+    # of every stream before it, more than the lag probes see near the stamps, and
+    # cases playing beside it (lanes) would add theirs. It plays alone (``exclusive``).
+    alone: bool = False
 
     @property
     def area(self) -> str:
         return self.id.split("-")[1]
+
+    @property
+    def exclusive(self) -> bool:
+        """Plays with no other case at once when the runner plays cases side by side
+        (lanes, docs/timing.md "Cases side by side"): a check over many clients' waits
+        measured together (``quiet_gc``: the jitter spread, the herd), or one that times
+        several streams at once (``alone``). Every other check judges intervals that
+        widen with the lag its own loops measured, other lanes' load included."""
+        return self.alone or self.quiet_gc
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -24,8 +24,9 @@ import time
 import traceback
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from conformance._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
 from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict, all_cases
@@ -40,9 +41,12 @@ from fake_servers._noise import LagProbe
 __all__ = [
     "DEFAULT_PROFILES",
     "CaseResult",
+    "Gate",
     "HarnessError",
     "LoopBlocked",
+    "RejudgeBudget",
     "Rejudged",
+    "Solo",
     "SuiteRunner",
     "run_suite",
     "select_cases",
@@ -86,14 +90,21 @@ class LoopBlocked(HarnessError):
 
 @dataclass(frozen=True)
 class Rejudged:
-    """One undecidable try of a case, before it was judged again at a coarser scale."""
+    """One undecidable try of a case, before it was judged again (alone, or at a coarser
+    scale)."""
 
     factor: float  # durations times this, against the profile's timing
     observed: str
     noise: str  # the measured lag's headline
+    beside: bool = False  # it played beside other cases (lanes): played again alone
 
     def to_json(self) -> dict[str, Any]:
-        return {"factor": self.factor, "observed": self.observed, "noise": self.noise}
+        return {
+            "factor": self.factor,
+            "observed": self.observed,
+            "noise": self.noise,
+            "beside": self.beside,
+        }
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,40 @@ class CaseResult:
             data["chart"] = self.evidence.chart()
             data["evidence"] = self.evidence.to_json()
         return data
+
+
+class RejudgeBudget:
+    """Seconds of re-judging left to a run, shared by every runner (lane) it has."""
+
+    def __init__(self, seconds: float = REJUDGE_BUDGET) -> None:
+        self.left = seconds
+
+    def spend(self, seconds: float) -> None:
+        self.left -= seconds
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+
+class Gate(Protocol):
+    """How a runner shares the machine with runners beside it (``conformance._lanes``)."""
+
+    def alone(self) -> AbstractContextManager[None]:
+        """Entered around a re-judging try: no other case plays while it is held."""
+
+    def beside(self) -> bool:
+        """Whether the case's try so far played while another case played too."""
+
+
+class Solo:
+    """The gate of a runner that plays by itself: always alone."""
+
+    def alone(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def beside(self) -> bool:
+        return False
 
 
 class _Heartbeat:
@@ -274,7 +319,14 @@ class _Context:
 
 
 class SuiteRunner:
-    """Runs cases one at a time against one client, one fake server and one proxy."""
+    """Runs cases one at a time against one client, one fake server and one proxy.
+
+    Several runners may play at once in one process (``conformance._lanes``), each with
+    its own server, proxy and client: ``gate`` is then the scheduler's, which plays every
+    re-judging try with no other case at once (and an undecidable try that played beside
+    others is first played again alone at its own scale), and ``budget`` is the run's one
+    re-judging budget. By default both are this runner's own.
+    """
 
     def __init__(
         self,
@@ -284,6 +336,8 @@ class SuiteRunner:
         timing: Timing | None = None,
         seed: int = 0,
         case_timeout: float = 60.0,
+        gate: Gate | None = None,
+        budget: RejudgeBudget | None = None,
     ) -> None:
         self._factory = adapter_factory
         self.profiles = tuple(profiles)
@@ -298,7 +352,8 @@ class SuiteRunner:
         self._thread: threading.Thread | None = None
         self._client_lag: LagProbe
         self._configured: ClientPolicy | None = None
-        self._rejudge_left = REJUDGE_BUDGET
+        self._gate: Gate = gate if gate is not None else Solo()
+        self._budget = budget if budget is not None else RejudgeBudget()
         self._heartbeat: _Heartbeat
         self._adapter_open = False  # self.adapter is started and not yet closed
         # Why no further case can be played (a blocked loop, a client that cannot be
@@ -313,9 +368,6 @@ class SuiteRunner:
         try:
             self.server.start()
             self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start()
-            # The harness measures its own noise in every loop that stamps or waits.
-            self.server.measure_lag()
-            self.proxy.measure_lag()
             self._start_adapter()
         except BaseException as exc:
             if isinstance(exc, LoopBlocked):  # never wait on a blocked loop
@@ -332,7 +384,6 @@ class SuiteRunner:
         self._thread.start()
         self._heartbeat = _Heartbeat(loop)
         self._client_lag = LagProbe(self.server.ledger, "client")
-        self._client_lag.start(loop)
         self._configured = None
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
         self.info = self.adapter.info
@@ -443,6 +494,11 @@ class SuiteRunner:
             "every remaining case is ERROR at once"
         )
 
+    @property
+    def unusable(self) -> str | None:
+        """Why no further case can be played on this runner (None: it can play)."""
+        return self._unusable
+
     # -- profiles ------------------------------------------------------------------
     @property
     def timing(self) -> Timing:
@@ -470,11 +526,16 @@ class SuiteRunner:
         if self._unusable is not None:
             return CaseResult(case, Verdict.ERROR, profile.key, self.timing, reason=self._unusable)
         tries: list[Rejudged] = []
-        for factor in self._factors():
+        factors = list(self._factors())
+        while factors:
+            factor = factors.pop(0)
             policy = self._policy(case, profile, factor)
             try_started = now()
             try:
-                outcome, evidence = self._play(case, policy)
+                # A re-judging try plays with no other case at once: the noise that left
+                # the first try undecidable may have been another lane's.
+                with self._gate.alone() if tries else contextlib.nullcontext():
+                    outcome, evidence = self._play(case, policy)
             except HarnessError as exc:
                 return CaseResult(
                     case,
@@ -487,7 +548,7 @@ class SuiteRunner:
                     rejudged=tuple(tries),
                 )
             if tries:
-                self._rejudge_left -= now() - try_started
+                self._budget.spend(now() - try_started)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -500,8 +561,11 @@ class SuiteRunner:
                     factor=factor,
                     rejudged=tuple(tries),
                 )
-            tries.append(Rejudged(factor, outcome.observed, evidence.noise.headline()))
-            if self._rejudge_left <= 0:
+            beside = not tries and self._gate.beside()
+            if beside:  # first alone at the same scale: the noise may have been theirs
+                factors.insert(0, factor)
+            tries.append(Rejudged(factor, outcome.observed, evidence.noise.headline(), beside))
+            if self._budget.spent:
                 break
         return CaseResult(
             case,
@@ -509,7 +573,7 @@ class SuiteRunner:
             profile.key,
             self.timing,
             outcome,
-            reason=_inconclusive(tries, self._rejudge_left <= 0),
+            reason=_inconclusive(tries, self._budget.spent),
             evidence=evidence,
             duration=now() - started,
             factor=tries[-1].factor,
@@ -542,19 +606,33 @@ class SuiteRunner:
         return f"not applicable to {profile.key}: {reason}" if reason else None
 
     def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence]:
-        self._prepare(policy)
         ctx_holder: list[_Context] = []
         timeout = self.case_timeout
+        self._measure_lag(True)
         try:
+            self._prepare(policy)
             evidence = self._call(
                 self._play_async(case, policy, ctx_holder), timeout + 5.0, f"case {case.id}"
             )
         except HarnessError as exc:  # the same kind: a blocked loop must stay known as one
             raise type(exc)(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
+        finally:
+            self._measure_lag(False)
         ctx = ctx_holder[0]
         if ctx.failures:
             raise HarnessError("; ".join(ctx.failures))
         return name_endings(case.check(evidence, policy), evidence), evidence
+
+    def _measure_lag(self, on: bool) -> None:
+        """The harness measures its own noise in every loop that stamps or waits, while a
+        case plays (its ledger keeps only that): an idle runner's probes would only add
+        to the load on the runners that play beside it (``conformance._lanes``)."""
+        self.server.measure_lag(on)
+        self.proxy.measure_lag(on)
+        if on and self._loop is not None:
+            self._client_lag.start(self._loop)
+        else:
+            self._client_lag.stop()
 
     def _prepare(self, policy: ClientPolicy) -> None:
         self.server.load(Scenario(seed=self.seed))
@@ -701,6 +779,7 @@ def run_suite(
     timing: Timing | None = None,
     seed: int = 0,
     case_timeout: float = 60.0,
+    lanes: int | None = None,
 ) -> tuple[CaseResult, ...]:
     """Run conformance cases against a client, without pytest.
 
@@ -711,6 +790,9 @@ def run_suite(
         timing: ``"test"`` or ``"real"``; None: test timing for configurable clients.
         seed: Reproduces a run.
         case_timeout: Hard time limit per case, in seconds.
+        lanes: Cases played at once, each lane with its own server, proxy and client
+            (``conformance._lanes``: exclusive cases and re-judging play alone); 1 plays
+            one case at a time; None: ``DEFAULT_LANES``.
 
     Returns:
         One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,
@@ -723,11 +805,18 @@ def run_suite(
     names = [profile] if isinstance(profile, str | Profile) else list(profile)
     profiles = [p if isinstance(p, Profile) else get_profile(p) for p in names]
     cases = select_cases(select)
-    runner = SuiteRunner(
-        adapter_factory, profiles, timing=timing, seed=seed, case_timeout=case_timeout
+    from conformance._lanes import DEFAULT_LANES, Lanes  # it builds on this module
+
+    runner = Lanes(
+        adapter_factory,
+        profiles,
+        timing=timing,
+        seed=seed,
+        case_timeout=case_timeout,
+        lanes=DEFAULT_LANES if lanes is None else lanes,
     ).start()
     try:
-        return tuple(runner.run(case) for case in cases)
+        return runner.run(cases)
     finally:
         runner.close()
 

@@ -16,7 +16,15 @@ from pytest_streamcheck._render import cap, render_failure
 from pytest_streamcheck._select import SUITE, case_marks
 from pytest_streamcheck._session import StreamcheckSession
 
-__all__ = ["CaseFailed", "CaseItem", "CaseRepr", "keep_line", "make_items", "restore_repr"]
+__all__ = [
+    "CaseFailed",
+    "CaseItem",
+    "CaseRepr",
+    "keep_line",
+    "make_items",
+    "restore_repr",
+    "upcoming",
+]
 
 ERROR_HEAD = "ERROR (the harness or the adapter broke; not counted against the client)"
 INCONCLUSIVE_HEAD = (
@@ -50,8 +58,8 @@ class CaseItem(pytest.Item):
 
     def setup(self) -> None:
         try:
-            self.result = self._state.runner().run(self.case)
-        except HarnessError as exc:  # the client did not start: this case is an ERROR
+            self.result = self._state.result(self.case, upcoming(self))
+        except HarnessError as exc:  # the harness broke outside any case: an ERROR
             timing = self._state.settings.timing or "real"
             self.result = CaseResult(self.case, Verdict.ERROR, None, timing, reason=str(exc))
         self._state.record(self.result)
@@ -134,6 +142,51 @@ def restore_repr(report: pytest.TestReport) -> None:
     line = getattr(report, LINE_ATTR, None)
     if isinstance(line, str) and isinstance(report.longrepr, str):
         report.longrepr = CaseRepr(report.longrepr, _Crash(line))
+
+
+def upcoming(item: CaseItem) -> list[Case]:
+    """The cases this process will run after ``item``, in order: what free lanes may
+    play meanwhile. Under xdist a worker knows only the items it has been sent so far
+    (its queue); pytest's own run knows them all (-x or --maxfail may still stop it
+    early: a case played ahead and never reported is dropped)."""
+    items = item.session.items
+    queued = _xdist_queue(item.config)
+    if queued is not None:
+        ahead = [items[i] for i in queued if 0 <= i < len(items)]
+    else:
+        index = _index(item)
+        ahead = items[index + 1 :] if index is not None else []
+    return [x.case for x in ahead if isinstance(x, CaseItem)]
+
+
+def _index(item: CaseItem) -> int | None:
+    positions: dict[str, int] | None = getattr(item.session, _POSITIONS, None)
+    if positions is None or len(positions) != len(item.session.items):
+        positions = {x.nodeid: i for i, x in enumerate(item.session.items)}
+        setattr(item.session, _POSITIONS, positions)
+    return positions.get(item.nodeid)
+
+
+_POSITIONS = "_streamcheck_positions"  # item node ids to their place in session.items
+
+
+def _xdist_queue(config: pytest.Config) -> list[int] | None:
+    """In an xdist worker, the indices (into session.items) it has been sent and has not
+    run yet, next first; None outside xdist, or if xdist's worker cannot be read."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        torun = getattr(plugin, "torun", None)
+        if type(plugin).__name__ != "WorkerInteractor" or torun is None:
+            continue
+        try:
+            nxt = getattr(plugin, "nextitem_index", None)
+            with torun.lock() as pending:
+                queued = [i for i in pending if isinstance(i, int)]
+        except Exception:  # another xdist: play ahead of nothing, as one lane would
+            return []
+        return ([nxt] if isinstance(nxt, int) else []) + queued
+    return []
 
 
 def _internal(path: Path | str) -> bool:

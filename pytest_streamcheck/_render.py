@@ -43,7 +43,8 @@ def render_failure(result: CaseResult, *, full: bool = False) -> str:
         details = [d if full else _clip(d) for d in result.outcome.details]
         lines += [f"             {d}" for d in cap(details, DETAIL_ROWS, 0, full, "details")]
     for tried in result.rejudged:
-        lines.append(f"undecidable at x{tried.factor:g}: {tried.observed}; {tried.noise}")
+        where = " beside other cases" if tried.beside else ""
+        lines.append(f"undecidable at x{tried.factor:g}{where}: {tried.observed}; {tried.noise}")
     if result.evidence is not None:
         lines.append(f"noise:       {result.evidence.noise.headline()}")
         lines.append("timeline (ms since the case started):")

@@ -54,9 +54,8 @@ def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
     row["known_failure"] = known
     # Stale: listed as a known failure, yet the case passes (pytest's XPASS).
     row["stale"] = known is not None and result.verdict is Verdict.PASS
-    runner = state._runner
-    if runner is not None:
-        info = runner.info
+    info = state.lanes.info
+    if info is not None:
         row["client"] = {
             "name": info.name,
             "version": info.version,
@@ -207,7 +206,7 @@ def _noise_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     rejudged = [r for r in rows if r.get("rejudged") and r["verdict"] != "INCONCLUSIVE"]
     if rejudged:
         lines.append(
-            f"re-judged at a coarser scale after an undecidable try ({len(rejudged)}): "
+            f"re-judged alone (at the scale shown) after an undecidable try ({len(rejudged)}): "
             + ", ".join(f"{r['id']} at x{r['factor']:g}" for r in rejudged)
         )
     undecided = [r for r in rows if r["verdict"] == "INCONCLUSIVE"]

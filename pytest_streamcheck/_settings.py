@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from conformance._schedule import DEFAULT_LANES  # pure planning: loads none of the kit
+
 if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
     from conformance._profiles import Profile, Timing
 
@@ -61,6 +63,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "hard time limit per case in seconds (default 60)",
     ),
     (
+        "--streamcheck-lanes",
+        "streamcheck_lanes",
+        f"cases played at once, each with its own server, proxy and client (default "
+        f"{DEFAULT_LANES}; 1: one at a time); exclusive cases and re-judging play alone",
+    ),
+    (
         "--streamcheck-verdicts",
         "streamcheck_verdicts",
         "print, at the end of the run, the verdict of every test whose client (driven "
@@ -78,6 +86,7 @@ METAVARS = {
     "--streamcheck-known-failures": "PATH",
     "--streamcheck-seed": "N",
     "--streamcheck-timeout": "SECONDS",
+    "--streamcheck-lanes": "N",
 }
 
 TIMINGS = ("auto", "test", "real")
@@ -95,6 +104,7 @@ class Settings:
     seed: int
     case_timeout: float
     verdicts: bool = False  # --streamcheck-verdicts (also honoured without --streamcheck)
+    lanes: int = DEFAULT_LANES  # cases played at once (conformance._lanes)
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -128,6 +138,7 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
             "--streamcheck-timeout",
         ),
         verdicts=verdicts_enabled(config),
+        lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes")),
     )
 
 
@@ -193,6 +204,21 @@ def _seed(raw: str | None) -> int:
             raise pytest.UsageError(f"--streamcheck-seed: {raw!r} is not an integer") from None
     os.environ[SEED_ENV] = str(seed)  # xdist workers inherit it: one seed per run
     return seed
+
+
+def _lanes(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_LANES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(
+            f"--streamcheck-lanes: expected a whole number of cases at once (1 or more), "
+            f"got {raw!r}"
+        )
+    return value
 
 
 def _positive(raw: str | None, default: float, name: str) -> float:

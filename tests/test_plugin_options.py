@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, only, prepare, write_ini
 
+from conformance._schedule import DEFAULT_LANES
 from pytest_streamcheck._settings import OPTIONS, Settings
 from pytest_streamcheck.plugin import STATE_KEY
 
@@ -35,6 +36,7 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_known_failures": ("known.txt", Path("known.txt")),
     "streamcheck_seed": ("77", 77),
     "streamcheck_timeout": ("2.5", 2.5),
+    "streamcheck_lanes": ("2", 2),
     "streamcheck_verdicts": ("true", True),
 }
 FIELDS = {
@@ -47,6 +49,7 @@ FIELDS = {
     "streamcheck_known_failures": "known_failures",
     "streamcheck_seed": "seed",
     "streamcheck_timeout": "case_timeout",
+    "streamcheck_lanes": "lanes",
     "streamcheck_verdicts": "verdicts",
 }
 
@@ -116,6 +119,7 @@ def test_defaults(pytester: pytest.Pytester) -> None:
         None,
     )
     assert s.case_timeout == 60.0
+    assert s.lanes == DEFAULT_LANES
     assert 0 <= s.seed < 2**32
 
 
@@ -152,6 +156,8 @@ BAD: list[tuple[str, str, str]] = [
     ("streamcheck_timeout", "-1", "expected a positive number of seconds, got '-1'"),
     ("streamcheck_timeout", "nan", "expected a positive number of seconds, got 'nan'"),
     ("streamcheck_timeout", "inf", "expected a positive number of seconds, got 'inf'"),
+    ("streamcheck_lanes", "0", "--streamcheck-lanes: expected a whole number of cases at once"),
+    ("streamcheck_lanes", "2.5", "(1 or more), got '2.5'"),
     ("streamcheck_profile", ",", "--streamcheck-profile: no profile in ',', so no transport"),
     (
         "streamcheck_profile",

@@ -1,0 +1,126 @@
+"""--streamcheck-lanes: cases play side by side, each lane with its own client, while
+the items report in catalog order with the verdicts of a serial run; exclusive cases
+play alone; one lane plays one case at a time; -x stops the run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from plugin_targets import sct_lanes
+from plugin_targets._pytester import PLAIN, prepare, suite
+
+TARGET = "plugin_targets.sct_lanes:make_adapter"
+# Cases of several areas that each wait a while (backoffs, cooldowns, stalls).
+SHARED = (
+    "SC-RETRY-29",
+    "SC-RETRY-30",
+    "SC-BACKOFF-5",
+    "SC-BACKOFF-6",
+    "SC-BREAKER-1",
+    "SC-BREAKER-2",
+    "SC-STALL-1",
+    "SC-STALL-2",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    prepare(pytester, monkeypatch)
+    sct_lanes.RECORD.clear()
+
+
+def _rows(pytester: pytest.Pytester) -> list[tuple[str, str]]:
+    data = json.loads((pytester.path / "r.json").read_text())
+    return [(c["id"], c["verdict"]) for c in data["cases"]]
+
+
+def _reported(result: pytest.RunResult) -> list[str]:
+    return re.findall(r"streamcheck::(SC-[A-Z]+-\d+) ", result.stdout.str())
+
+
+def test_lanes_play_at_once_and_report_in_catalog_order(pytester: pytest.Pytester) -> None:
+    """Three lanes: up to three clients busy at once, three adapters made; -v lists the
+    items in catalog order, and the report's rows are a serial run's."""
+    args = [*suite(TARGET, *SHARED), "-v", "--streamcheck-report=r.json"]
+    result = pytester.runpytest(*args, "--streamcheck-lanes=3")
+    result.assert_outcomes(passed=len(SHARED))
+    assert _reported(result) == list(SHARED)
+    assert sct_lanes.RECORD.most_at_once >= 2
+    assert sct_lanes.RECORD.made == 3
+    side_by_side = _rows(pytester)
+
+    sct_lanes.RECORD.clear()
+    serial = pytester.runpytest(*args, "--streamcheck-lanes=1")
+    serial.assert_outcomes(passed=len(SHARED))
+    assert _rows(pytester) == side_by_side == [(c, "PASS") for c in SHARED]
+    assert (sct_lanes.RECORD.most_at_once, sct_lanes.RECORD.made) == (1, 1)
+
+
+def test_an_exclusive_case_plays_with_no_other_case_at_once(pytester: pytest.Pytester) -> None:
+    """The herd (50 clients, exclusive) among shared cases on four lanes: no other
+    client has a stream open when one of the herd's starts, and none starts a stream
+    while the herd plays."""
+    ids = ("SC-BACKOFF-5", "SC-BACKOFF-6", "SC-BACKOFF-8", "SC-BACKOFF-11", "SC-BREAKER-1")
+    result = pytester.runpytest(*suite(TARGET, *ids), "--streamcheck-lanes=4")
+    result.assert_outcomes(passed=len(ids))
+    starts = sct_lanes.RECORD.starts
+    herd = [others for stream, others in starts if stream.startswith("h")]
+    assert len(herd) >= 50
+    assert set(herd) == {0}
+    first = next(i for i, (s, _) in enumerate(starts) if s.startswith("h"))
+    last = max(i for i, (s, _) in enumerate(starts) if s.startswith("h"))
+    assert all(s.startswith("h") for s, _ in starts[first : last + 1])
+    assert sct_lanes.RECORD.most_at_once >= 2  # the shared ones did play side by side
+
+
+def test_x_stops_the_run_and_reports_only_what_ran(pytester: pytest.Pytester) -> None:
+    """-x with four lanes: the first failure stops the run; cases played ahead of it
+    are dropped, so the report holds exactly the items pytest reported."""
+    ids = ("SC-RETRY-1", "SC-RETRY-3", *SHARED[2:])
+    result = pytester.runpytest(
+        *PLAIN,
+        "--streamcheck=sct_reference:retries_401",  # fails SC-RETRY-3 only
+        "-k",
+        " or ".join(ids),
+        "-x",
+        "--streamcheck-report=r.json",
+        "--streamcheck-lanes=4",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 1
+    result.stdout.fnmatch_lines(["*stopping after 1 failures*"])
+    rows = _rows(pytester)
+    assert ("SC-RETRY-3", "FAIL") in rows
+    assert len(rows) == outcomes.get("passed", 0) + 1 < len(ids)
+
+
+def test_the_first_case_plays_alone_when_the_client_cannot_start(
+    pytester: pytest.Pytester,
+) -> None:
+    """A client that does not start is started once, however many lanes: the first
+    case is its ERROR, every later one says so at once."""
+    pytester.makepyfile(
+        sct_nostart="""
+from pytest_streamcheck._reference import ReferenceAdapter
+
+STARTS = []
+
+
+class NoStart(ReferenceAdapter):
+    async def start(self):
+        STARTS.append(1)
+        raise RuntimeError("no client here")
+
+
+def make_adapter():
+    return NoStart()
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        *suite("sct_nostart:make_adapter", *SHARED[:4]), "--streamcheck-lanes=4"
+    )
+    result.assert_outcomes(errors=4)
+    assert result.stdout.str().count("no client here") >= 1
+    result.stdout.fnmatch_lines(["*the client did not start (see the first ERROR)*"])
