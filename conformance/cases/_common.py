@@ -12,6 +12,7 @@ so ``grep SC-AREA-1 conformance/`` finds the case's definition.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -23,10 +24,12 @@ from conformance._case import (
     Check,
     JsonBody,
     Level,
+    Outcome,
     Play,
     StreamRequest,
     register,
 )
+from conformance._timing import Noise, Wait, decide
 from conformance.reference import ClientPolicy
 from fake_servers import Fault, Step, Stream
 
@@ -46,6 +49,7 @@ __all__ = [
     "retry_budget",
     "retrying_or_ended",
     "settle_time",
+    "waited_the_hint",
 ]
 
 PATH = "/v1/stream"
@@ -143,6 +147,15 @@ def retry_budget(policy: ClientPolicy, retries: int, waits: float = 0.0) -> floa
 def settle_time(policy: ClientPolicy) -> float:
     """How long to keep watching after the outcome, so a wrongful retry can show up."""
     return max(0.1, 2 * policy.backoff.envelope(1)[1] + 0.05)
+
+
+def waited_the_hint(wait: Wait, hint: float, want: str, seen: str, noise: Noise) -> Outcome:
+    """A retry waited at least the server's Retry-After ``hint``. The flaw is the hint
+    ignored: a wait half the hint short is surely that."""
+    decision = decide(wait, hint, math.inf, hint / 2)
+    if decision == "unsure":
+        return Outcome.unsure(want, seen, noise.headline())
+    return Outcome.passed(want, seen) if decision == "in" else Outcome.failed(want, seen)
 
 
 def retrying_or_ended(ctx: CaseContext, stream: str = "s1") -> bool:

@@ -7,7 +7,6 @@ where it is written (``conformance.cases._common.register_row``).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -28,6 +27,7 @@ from conformance.cases._common import (
     refused_then_online,
     register_row,
     request_for,
+    waited_the_hint,
 )
 from conformance.reference import ClientPolicy
 from fake_servers import Fault, Respond, Stall, Stream
@@ -273,12 +273,7 @@ def _retry_after(
             f"{policy.retry_after_cap:.3f}s)"
         )
         seen = f"waited {wait.measured:.3f}s (at most {wait.most:.3f}s of its own)"
-        # The flaw: the hint ignored; half the hint early is surely that.
-        decision = decide(wait, expected, math.inf, expected / 2)
-        if decision == "unsure":
-            return Outcome.unsure(want, seen, ev.noise.headline())
-        waited = Outcome.passed(want, seen) if decision == "in" else Outcome.failed(want, seen)
-        return all_of(waited, _succeeded_exactly(ev))
+        return all_of(waited_the_hint(wait, expected, want, seen, ev.noise), _succeeded_exactly(ev))
 
     return Row(
         title=f"Retry-After ({form}) on a {status} is respected",
