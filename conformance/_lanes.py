@@ -43,6 +43,8 @@ __all__ = ["DEFAULT_LANES", "Lanes", "lag_of"]
 
 # A lane's thread is joined for this long at close beyond the case's own time limit.
 JOIN_SLACK = 20.0
+# Seconds between looks at the plan while waiting on it, should a notification be missed.
+WAKE = 0.25
 
 
 def lag_of(result: CaseResult) -> float | None:
@@ -85,8 +87,10 @@ class _Lane:
         with owner._cond:
             assert self.case is not None
             owner._planner.wait_alone(self.case)
+            # The others may all be waiting too: the first to have asked must hear of it.
+            owner._cond.notify_all()
             while not owner._planner.may_go_alone(self.case):
-                owner._cond.wait()
+                owner._cond.wait(WAKE)
         yield
 
 
@@ -175,7 +179,7 @@ class Lanes:
             elif case.id not in self._results and case.id not in self._planner.started:
                 self._results[case.id] = self._at_once(case)
             while case.id not in self._results:
-                self._cond.wait(0.25)
+                self._cond.wait(WAKE)
             done = self._results.pop(case.id)
         if isinstance(done, _Raised):
             raise done.error
@@ -273,19 +277,19 @@ class Lanes:
                 lane.runner.close()
 
     def _play(self, lane: _Lane, case: Case) -> CaseResult | _Raised | None:
-        if lane.runner is None:
-            runner = self._runner(lane)
-            try:
-                lane.runner = runner.start()
-            except HarnessError as exc:
-                with contextlib.suppress(Exception):
-                    runner.close()
-                if lane.index > 0:
-                    return None  # lane 0 plays on: the client did start there
-                with self._cond:
-                    self._start_error = str(exc).splitlines()[0]
-                return self._errored(case, str(exc))
         try:
+            if lane.runner is None:
+                runner = self._runner(lane)
+                try:
+                    lane.runner = runner.start()
+                except HarnessError as exc:
+                    with contextlib.suppress(Exception):
+                        runner.close()
+                    if lane.index > 0:
+                        return None  # lane 0 plays on: the client did start there
+                    with self._cond:
+                        self._start_error = str(exc).splitlines()[0]
+                    return self._errored(case, str(exc))
             return lane.runner.run(case)
         except BaseException as exc:  # a bug in the kit: the waiting caller raises it
             return _Raised(exc)

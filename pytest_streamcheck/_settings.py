@@ -138,7 +138,7 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
             "--streamcheck-timeout",
         ),
         verdicts=verdicts_enabled(config),
-        lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes")),
+        lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes"), config),
     )
 
 
@@ -206,11 +206,10 @@ def _seed(raw: str | None) -> int:
     return seed
 
 
-def _lanes(raw: str | None) -> int:
-    if raw is None:
-        return DEFAULT_LANES
+def _lanes(raw: str | None, config: pytest.Config) -> int:
+    """Cases at once in this process: an xdist worker takes its share of the run's."""
     try:
-        value = int(raw)
+        value = DEFAULT_LANES if raw is None else int(raw)
     except ValueError:
         value = 0
     if value < 1:
@@ -218,7 +217,8 @@ def _lanes(raw: str | None) -> int:
             f"--streamcheck-lanes: expected a whole number of cases at once (1 or more), "
             f"got {raw!r}"
         )
-    return value
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    return max(1, value // max(1, int(workers)))
 
 
 def _positive(raw: str | None, default: float, name: str) -> float:

@@ -77,6 +77,7 @@ class Row:
     tune: Callable[[ClientPolicy], ClientPolicy] | None = None
     tune_optional: bool = False
     quiet_gc: bool = False
+    alone: bool = False
 
 
 def register_row(row: Row, *, get_id: str | None = None, post_id: str | None = None) -> None:
@@ -100,6 +101,7 @@ def register_row(row: Row, *, get_id: str | None = None, post_id: str | None = N
             tune=row.tune,
             tune_optional=row.tune_optional,
             quiet_gc=row.quiet_gc,
+            alone=row.alone,
         )
         register(case if row.applies is None else replace(case, applies=row.applies))
 

@@ -358,6 +358,7 @@ register_row(
         check=_check_blip,
         needs=OFFLINE_BREAKER_NEEDS,
         applies=_blip_applies,
+        alone=True,  # the last of the streams' reconnects, timed at once
     ),
     get_id="SC-OFFLINE-7",
     post_id="SC-OFFLINE-8",
