@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 import pytest
+from _records import request_record
 from test_timing import noisy, quiet
 
 from conformance import Delivery, Evidence, Outcome, get_case
@@ -39,21 +40,15 @@ def attempt(
         SentEvent(i, "data", str(i) if ids else None, TOKENS[i - 1], arrived + 0.001 * i)
         for i in events
     )
-    return Attempt(
-        seq=seq,
-        number=seq,
-        method="GET",
-        path="/v1/stream",
-        query="",
+    return request_record(
+        seq,
         headers=headers,
-        body_size=0,
-        body_sha256="",
         arrived_at=arrived,
         step=seq - 1,
         status=status,
         events=sent,
         ended_at=arrived + 0.01 if ended is None else ended,
-        end=end,  # type: ignore[arg-type]
+        end=end,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
+from _records import request_record
 from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 
 from conformance import Delivery, Evidence, Outcome, all_cases, get_case
@@ -67,15 +68,9 @@ def attempt(
     lasted: float = LASTED,
 ) -> Attempt:
     events = () if status != 200 else (SentEvent(1, "data", None, "tok", arrived + lasted),)
-    return Attempt(
-        seq=number,
-        number=number,
-        method="GET",
+    return request_record(
+        number,
         path=path,
-        query="",
-        headers=(),
-        body_size=0,
-        body_sha256="",
         arrived_at=arrived,
         step=number - 1,
         status=status,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
+from _records import request_record
 from test_timing import BLOCK, noisy, quiet
 
 from conformance import Delivery, Evidence, Outcome, get_case
@@ -47,22 +48,17 @@ def attempt(
     sent = tuple(
         SentEvent(i, "data", None, TOKENS[i - 1], at + 0.001 * i) for i in range(1, events + 1)
     )
-    return Attempt(
-        seq=0,
+    return request_record(
+        0,
         number=number,
-        method="GET",
         path=path,
-        query="",
-        headers=(),
-        body_size=0,
-        body_sha256="",
         arrived_at=at,
         step=0,
         status=status,
         headers_at=at + 0.001,
         events=sent,
         ended_at=at + lasts,
-        end=end,  # type: ignore[arg-type]
+        end=end,
     )
 
 

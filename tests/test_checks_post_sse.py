@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from _records import request_record
 
 from conformance import Delivery, Evidence, get_case
 from conformance._profiles import get_profile
@@ -41,15 +42,11 @@ def attempt(
     sent = tuple(
         SentEvent(i, "data", str(i) if ids else None, TOKENS[i - 1], at + 0.001 * i) for i in events
     )
-    return Attempt(
-        seq=seq,
-        number=seq,
+    return request_record(
+        seq,
         method="POST",
-        path="/v1/stream",
-        query="",
         headers=headers,
-        body_size=body[0],
-        body_sha256=body[1],
+        body=body,
         arrived_at=at,
         step=seq - 1,
         status=status,

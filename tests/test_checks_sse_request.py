@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
+from _records import request_record
 
 from conformance import Delivery, Evidence, get_case
 from conformance._profiles import get_profile
@@ -35,15 +36,12 @@ def attempt(
     sent = tuple(
         SentEvent(i, "data", str(i), f"tok{i}", seq + 0.001 * i) for i in range(1, events + 1)
     )
-    return Attempt(
-        seq=seq,
-        number=seq,
+    return request_record(
+        seq,
         method=method,
         path=path,
-        query="",
         headers=headers,
-        body_size=body[0],
-        body_sha256=body[1],
+        body=body,
         arrived_at=float(seq),
         status=status,
         events=sent,

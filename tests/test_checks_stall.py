@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
+from _records import request_record
 from test_timing import BLOCK, QUIET_LAG, noisy_noise, quiet, quiet_noise
 
 from conformance import Delivery, Evidence, Outcome, get_case
@@ -79,22 +80,15 @@ def attempt(
     """An attempt; ``events`` are (index, sent at) data events."""
     sent = [SentEvent(i, "data", None, TOKENS[i - 1], at) for i, at in events]
     sent += [SentEvent(0, "comment", None, "keepalive", at) for at in comments]
-    return Attempt(
-        seq=seq,
-        number=seq,
-        method="GET",
-        path="/v1/stream",
-        query="",
-        headers=(),
-        body_size=0,
-        body_sha256="",
+    return request_record(
+        seq,
         arrived_at=arrived,
         step=seq - 1,
         status=200,
         headers_at=headers,
         events=tuple(sorted(sent, key=lambda e: e.at)),
         ended_at=ended,
-        end=end,  # type: ignore[arg-type]
+        end=end,
     )
 
 

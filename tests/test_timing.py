@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import pytest
+from _records import request_record
 
 from conformance import Evidence
 from conformance import _timing as timing
@@ -126,15 +127,7 @@ def attempt(
     events: Sequence[float] = (),
     ended: float | None = None,
 ) -> Attempt:
-    return Attempt(
-        seq=1,
-        number=1,
-        method="GET",
-        path="/v1/stream",
-        query="",
-        headers=(),
-        body_size=0,
-        body_sha256="",
+    return request_record(
         arrived_at=arrived,
         status=503,
         headers_at=headers,

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _records import request_record
 from test_timing import quiet_noise
 
 from conformance._profiles import Profile, get_profile
@@ -63,15 +64,12 @@ def rec(
     )
     if done:
         events += (SentEvent(chunks + 1, "terminal", None, "[DONE]", at + took),)
-    return Attempt(
-        seq=seq,
-        number=seq,
+    return request_record(
+        seq,
         method=method,
         path=PATH,
-        query="",
         headers=headers,
-        body_size=len(body),
-        body_sha256=_sha(body),
+        body=(len(body), _sha(body)),
         arrived_at=at,
         step=step,
         status=status,
