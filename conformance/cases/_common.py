@@ -46,6 +46,7 @@ __all__ = [
     "register_row",
     "request_for",
     "resume_applies",
+    "resumed_row",
     "retry_budget",
     "retrying_or_ended",
     "settle_time",
@@ -112,6 +113,30 @@ RESUME: frozenset[Capability] = frozenset({"resume"})
 def resume_applies(policy: ClientPolicy, transport: str) -> str | None:
     """Rows that resume a stream with Last-Event-ID need a profile that does."""
     return None if policy.resume else "the profile does not resume with Last-Event-ID"
+
+
+def resumed_row(
+    *,
+    title: str,
+    requirement: str,
+    source: str,
+    cut: Step,
+    resumed: Step,
+    check: Check,
+    settle: bool = False,
+) -> Row:
+    """The row of a stream that ``cut`` breaks and the client must resume once with
+    Last-Event-ID (``resumed`` answers the resumed request): it needs the capability and
+    a profile that resumes. ``settle``: keep watching after the end, for a wrongful retry."""
+    return Row(
+        title=title,
+        requirement=requirement,
+        source=source,
+        play=one_stream(lambda p: [cut, resumed], retries=1, settle=settle),
+        check=check,
+        needs=RESUME,
+        applies=resume_applies,
+    )
 
 
 # Fixed allowance per attempt for connecting, the server's reply and the

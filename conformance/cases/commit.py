@@ -22,7 +22,7 @@ from conformance._checks import (
     resumed_from_delivered,
 )
 from conformance._evidence import Evidence
-from conformance.cases._common import RESUME, Row, one_stream, register_row, resume_applies
+from conformance.cases._common import Row, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
 from fake_servers import Fault, Step, Stream
 
@@ -72,6 +72,9 @@ def _surfaced_after(
         )
 
     return check
+
+
+_CUT = Stream(events=3, ids=True, end="abort")  # the stream the resume rows break
 
 
 def _resumed_exactly(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -167,38 +170,29 @@ register_row(
     post_id="SC-COMMIT-14",
 )
 register_row(
-    Row(
+    resumed_row(
         title="A resumed stream continues exactly after Last-Event-ID",
         requirement="A client that resumes a stream carrying ids MUST send the last delivered "
         "id as Last-Event-ID and deliver exactly the server's sequence: no duplicate, no gap.",
         source=RESUME_SOURCE,
-        play=_stream(
-            lambda p: [Stream(events=3, ids=True, end="abort"), Stream(events=EVENTS, ids=True)],
-            retries=1,
-        ),
+        cut=_CUT,
+        resumed=Stream(events=EVENTS, ids=True),
         check=_resumed_exactly,
-        needs=RESUME,
-        applies=resume_applies,
+        settle=True,
     ),
     get_id="SC-COMMIT-15",
     post_id="SC-COMMIT-16",
 )
 register_row(
-    Row(
+    resumed_row(
         title="A resumed stream that the server replays from the start is not duplicated",
         requirement="A client that resumes a stream carrying ids MUST NOT deliver an event it "
         "already delivered, even when the server ignores Last-Event-ID and replays.",
         source=RESUME_SOURCE,
-        play=_stream(
-            lambda p: [
-                Stream(events=3, ids=True, end="abort"),
-                Stream(events=EVENTS, ids=True, resume=False),
-            ],
-            retries=1,
-        ),
+        cut=_CUT,
+        resumed=Stream(events=EVENTS, ids=True, resume=False),
         check=_resumed_exactly,
-        needs=RESUME,
-        applies=resume_applies,
+        settle=True,
     ),
     get_id="SC-COMMIT-17",
     post_id="SC-COMMIT-18",

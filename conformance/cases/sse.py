@@ -23,7 +23,7 @@ from conformance._checks import (
     resumed_from_delivered,
 )
 from conformance._evidence import Evidence
-from conformance.cases._common import RESUME, Row, one_stream, register_row, resume_applies
+from conformance.cases._common import Row, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
 from fake_servers import Framing, Gap, Stream
 
@@ -165,32 +165,17 @@ register_row(
     get_id="SC-SSE-11",
     post_id="SC-SSE-12",
 )
+_SPLIT_CRLF = Framing(line_ending="crlf", split=5, split_random=True)
 register_row(
-    Row(
+    resumed_row(
         title="Event ids are tracked and sent as Last-Event-ID on resume",
         requirement="A client MUST hand each event over with the id in force, and resume a "
         "broken stream with the last delivered id as Last-Event-ID, delivering the rest "
         "exactly once.",
         source="WHATWG HTML §9.2.6 (the id field), §9.2.4 (Last-Event-ID on reconnection)",
-        play=one_stream(
-            lambda p: [
-                Stream(
-                    events=3,
-                    ids=True,
-                    end="abort",
-                    framing=Framing(line_ending="crlf", split=5, split_random=True),
-                ),
-                Stream(
-                    events=EVENTS,
-                    ids=True,
-                    framing=Framing(line_ending="crlf", split=5, split_random=True),
-                ),
-            ],
-            retries=1,
-        ),
+        cut=Stream(events=3, ids=True, end="abort", framing=_SPLIT_CRLF),
+        resumed=Stream(events=EVENTS, ids=True, framing=_SPLIT_CRLF),
         check=_ids_tracked,
-        needs=RESUME,
-        applies=resume_applies,
     ),
     get_id="SC-SSE-13",
     post_id="SC-SSE-14",

@@ -29,7 +29,7 @@ from conformance.cases._common import (
     one_stream,
     register_row,
     request_for,
-    resume_applies,
+    resumed_row,
     retry_budget,
     settle_time,
 )
@@ -248,23 +248,15 @@ def _resumed_with_wide_id(ev: Evidence, policy: ClientPolicy) -> Outcome:
 
 
 register_row(
-    Row(
+    resumed_row(
         title="An id that is not ASCII is sent back as Last-Event-ID, UTF-8 encoded",
-        level=Level.MUST,
         requirement="A client MUST resume with any id the server set, whatever characters "
         "it holds, sent UTF-8 encoded as Last-Event-ID (never dropped, mangled or fatal).",
         source="WHATWG HTML §9.2.4 (Last-Event-ID: the last event ID string, UTF-8 "
         "encoded); §9.2.6 (an id is any text without NUL)",
-        play=one_stream(
-            lambda p: [
-                Raw((f"id: {WIDE_ID}\ndata: a\n\n".encode(),), end="abort"),
-                Stream(events=3),
-            ],
-            retries=1,
-        ),
+        cut=Raw((f"id: {WIDE_ID}\ndata: a\n\n".encode(),), end="abort"),
+        resumed=Stream(events=3),
         check=_resumed_with_wide_id,
-        needs=RESUME,
-        applies=resume_applies,
     ),
     get_id="SC-SSE-81",
     post_id="SC-SSE-82",
