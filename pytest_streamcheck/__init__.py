@@ -13,31 +13,37 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {  # name -> the module that defines it
-    "AdapterInfo": "conformance._adapter",
-    "AdapterRequest": "conformance._adapter",
-    "ClientAdapter": "conformance._adapter",
-    "StreamCancelled": "conformance._adapter",
-    "StreamSink": "conformance._adapter",
-    "SyncClientAdapter": "conformance._adapter",
-    "CaseResult": "conformance._runner",
-    "HarnessError": "conformance._runner",
-    "SuiteRunner": "conformance._runner",
+# The kit's names come from the ``conformance`` façade, which knows their private modules.
+_KIT = (
+    "AdapterInfo",
+    "AdapterRequest",
+    "CaseResult",
+    "ClientAdapter",
+    "HarnessError",
+    "StreamCancelled",
+    "StreamSink",
+    "SuiteRunner",
+    "SyncClientAdapter",
+)
+_EXPORTS = {  # name -> the module to take it from
+    **dict.fromkeys(_KIT, "conformance"),
     "ExecAdapter": "pytest_streamcheck._exec",
     "ReferenceAdapter": "pytest_streamcheck._reference",
     "LLMServer": "pytest_streamcheck._llm",
 }
 
 if TYPE_CHECKING:
-    from conformance._adapter import (
+    from conformance import (
         AdapterInfo,
         AdapterRequest,
+        CaseResult,
         ClientAdapter,
+        HarnessError,
         StreamCancelled,
         StreamSink,
+        SuiteRunner,
         SyncClientAdapter,
     )
-    from conformance._runner import CaseResult, HarnessError, SuiteRunner
     from pytest_streamcheck._exec import ExecAdapter
     from pytest_streamcheck._llm import LLMServer
     from pytest_streamcheck._reference import ReferenceAdapter
