@@ -24,7 +24,7 @@ from conformance._checks import (
 from conformance._evidence import Evidence
 from conformance.cases._common import Row, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
-from fake_servers import Fault, Step, Stream
+from fake_servers import Ending, Fault, Step, Stream
 
 LIBRARY = "seeds/002 §Streaming responses (the commit point)"
 RESUME_SOURCE = "WHATWG HTML §9.2 (Last-Event-ID); seeds/002 (never repeat delivered data)"
@@ -77,6 +77,21 @@ def _surfaced_after(
 _CUT = Stream(events=3, ids=True, end="abort")  # the stream the resume rows break
 
 
+def _surfaced_row(
+    *, title: str, requirement: str, after: int, end: Ending, kinds: tuple[str, ...] | None = None
+) -> Row:
+    """The row of a stream that ``end`` breaks after ``after`` chunks, past the commit
+    point: the consumer keeps those chunks and gets the error (of ``kinds``), and no retry
+    (which a fresh stream would answer) follows."""
+    return Row(
+        title=title,
+        requirement=requirement,
+        source=LIBRARY,
+        play=_stream(lambda p: [Stream(events=after, end=end), Stream(events=EVENTS)]),
+        check=_surfaced_after(after, kinds),
+    )
+
+
 def _resumed_exactly(ev: Evidence, policy: ClientPolicy) -> Outcome:
     """Judged on the ledger's Last-Event-ID and the delivered data, not on the ids the
     client reports: resuming right is what counts, showing ids is SC-SSE-13's."""
@@ -110,61 +125,58 @@ register_row(
     post_id="SC-COMMIT-4",
 )
 register_row(
-    Row(
+    _surfaced_row(
         title=f"A failure after chunk {K} is surfaced, not retried",
         requirement="After the first chunk a client MUST NOT retry or replace the stream: the "
         "consumer keeps the chunks it got, once, and receives the error.",
-        source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=K, end="abort"), Stream(events=EVENTS)]),
-        check=_surfaced_after(K),
+        after=K,
+        end="abort",
     ),
     get_id="SC-COMMIT-5",
     post_id="SC-COMMIT-6",
 )
 register_row(
-    Row(
+    _surfaced_row(
         title="A failure in the middle of a line is surfaced without a partial chunk",
         requirement="A client MUST NOT deliver a partial event when the connection breaks "
         "mid-line, and MUST NOT retry after the first chunk.",
-        source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=K, end="abort_mid_line"), Stream(events=EVENTS)]),
-        check=_surfaced_after(K),
+        after=K,
+        end="abort_mid_line",
     ),
     get_id="SC-COMMIT-7",
     post_id="SC-COMMIT-8",
 )
 register_row(
-    Row(
+    _surfaced_row(
         title="A failure after the last chunk, before the terminal event, is an error",
         requirement="A client MUST report a stream that breaks before its terminal event as "
         "failed, never as complete, and MUST NOT retry it.",
-        source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=EVENTS, end="abort"), Stream(events=EVENTS)]),
-        check=_surfaced_after(EVENTS),
+        after=EVENTS,
+        end="abort",
     ),
     get_id="SC-COMMIT-9",
     post_id="SC-COMMIT-10",
 )
 register_row(
-    Row(
+    _surfaced_row(
         title=f"A clean end after chunk {K} without the terminal event is a truncation",
         requirement="A client MUST report a stream that ends cleanly without its terminal "
         "event as truncated, never as complete.",
-        source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=K, end="truncate"), Stream(events=EVENTS)]),
-        check=_surfaced_after(K, ("truncated",)),
+        after=K,
+        end="truncate",
+        kinds=("truncated",),
     ),
     get_id="SC-COMMIT-11",
     post_id="SC-COMMIT-12",
 )
 register_row(
-    Row(
+    _surfaced_row(
         title="A clean end after the last chunk without the terminal event is a truncation",
         requirement="A client MUST NOT report a stream that lacks its terminal event as "
         "complete, even when every chunk arrived.",
-        source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=EVENTS, end="truncate"), Stream(events=EVENTS)]),
-        check=_surfaced_after(EVENTS, ("truncated",)),
+        after=EVENTS,
+        end="truncate",
+        kinds=("truncated",),
     ),
     get_id="SC-COMMIT-13",
     post_id="SC-COMMIT-14",
