@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from _proto import commands, emit, hello, say
+from _proto import answer, commands, emit, say
 
 for command in commands():
-    if command["cmd"] == "hello":
-        hello("exit-mid-stream")
-    elif command["cmd"] in ("configure", "reset"):
-        emit(type="configured" if command["cmd"] == "configure" else "reset")
-    elif command["cmd"] == "stream":
+    if not answer(command, "exit-mid-stream") and command["cmd"] == "stream":
         emit(type="chunk", stream=command["stream"], data="only")
         say("exit_mid_stream: giving up mid-stream")
         sys.exit(3)

@@ -6,14 +6,10 @@ from __future__ import annotations
 import signal
 import time
 
-from _proto import commands, emit, hello, say
+from _proto import answer, commands, emit, say
 
 for command in commands():
-    if command["cmd"] == "hello":
-        hello("hang-mid-stream")
-    elif command["cmd"] in ("configure", "reset"):
-        emit(type="configured" if command["cmd"] == "configure" else "reset")
-    elif command["cmd"] == "stream":
+    if not answer(command, "hang-mid-stream") and command["cmd"] == "stream":
         emit(type="chunk", stream=command["stream"], data="only")
         say("hang_mid_stream: frozen after one chunk")
         signal.signal(signal.SIGINT, signal.SIG_IGN)
