@@ -66,15 +66,15 @@ class _Sink(StreamSink):
 
 
 class Mutant(ReferenceAdapter):
-    """The reference client with one mistake; subclasses override a hook."""
+    """The reference client with one mistake; subclasses override a hook. A mutant's
+    name (``zoo:NAME``) is its class's."""
 
-    name = "mutant"
     policy_change: PolicyChange | None = None
 
     def __init__(self) -> None:
         super().__init__(seed=0)
         self.info = AdapterInfo(
-            name=f"zoo-{self.name}",
+            name=f"zoo-{type(self).__name__}",
             version="0",
             capabilities=ReferenceAdapter.info.capabilities,
         )
@@ -98,7 +98,7 @@ class Mutant(ReferenceAdapter):
 
 
 def _policy_mutant(name: str, change: PolicyChange) -> type[Mutant]:
-    return type(name, (Mutant,), {"name": name, "policy_change": staticmethod(change)})
+    return type(name, (Mutant,), {"policy_change": staticmethod(change)})
 
 
 def _matrix(**changes: object) -> PolicyChange:

@@ -103,8 +103,6 @@ class _CarryingClient(StreamingClient):
 class count_never_resets(_RetryMutant):
     """Keeps counting attempts across streams: a success never starts the count over."""
 
-    name = "count_never_resets"
-
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
         return _CarryingClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
@@ -136,8 +134,6 @@ class _HintClient(StreamingClient):
 class retry_after_only_when_shorter(_RetryMutant):
     """Honours Retry-After only when it is shorter than its own backoff."""
 
-    name = "retry_after_only_when_shorter"
-
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
         return _HintClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
@@ -161,8 +157,6 @@ class jitter_200(_RetryMutant):
     """Adds 0-200 % jitter instead of the declared 0-50 %: every envelope's end is
     overshot by up to twice its width (issue 16: slack must not hide it)."""
 
-    name = "jitter_200"
-
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
         return _TripleJitterClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
 
@@ -172,8 +166,6 @@ class jitter_200(_RetryMutant):
 
 class herd_in_lockstep(_RetryMutant):
     """Seeds every client's jitter alike: the herd draws the same delays (correlated)."""
-
-    name = "herd_in_lockstep"
 
     def make_client(self, rng: random.Random, key: str) -> StreamingClient:
         same = random.Random(self._seed)

@@ -224,7 +224,7 @@ class _CommentsLastDecoder(SSEDecoder):
 
 def _mutant(name: str, decoder: type[SSEDecoder]) -> type[_DecoderMutant]:
     """The reference client with ``decoder`` in its seam; the decoder's doc is the mistake."""
-    attributes = {"name": name, "decoder": decoder, "__doc__": decoder.__doc__}
+    attributes = {"decoder": decoder, "__doc__": decoder.__doc__}
     return type(name, (_DecoderMutant,), attributes)
 
 

@@ -135,42 +135,34 @@ class _OnePerReadDecoder(SSEDecoder):
 
 
 class splits_on_lf_pairs(_DecoderMutant):
-    name = "splits_on_lf_pairs"
     decoder = _LfPairsDecoder
 
 
 class keeps_bom(_DecoderMutant):
-    name = "keeps_bom"
     decoder = _KeepsBomDecoder
 
 
 class comments_as_data(_DecoderMutant):
-    name = "comments_as_data"
     decoder = _CommentsAsDataDecoder
 
 
 class ignores_ids(_DecoderMutant):
-    name = "ignores_ids"
     decoder = _IgnoresIdsDecoder
 
 
 class decodes_each_read(_DecoderMutant):
-    name = "decodes_each_read"
     decoder = _PerReadUtf8Decoder
 
 
 class forgets_trailing_cr(_DecoderMutant):
-    name = "forgets_trailing_cr"
     decoder = _ForgetsCrDecoder
 
 
 class dispatches_empty_blocks(_DecoderMutant):
-    name = "dispatches_empty_blocks"
     decoder = _EmptyBlocksDecoder
 
 
 class one_event_per_read(_DecoderMutant):
-    name = "one_event_per_read"
     decoder = _OnePerReadDecoder
 
 
@@ -179,8 +171,6 @@ class one_event_per_read(_DecoderMutant):
 
 class accepts_any_content_type(_ClientMutant):
     """Reads any 200 as an event stream, whatever its Content-Type."""
-
-    name = "accepts_any_content_type"
 
     def adjust(self, client: StreamingClient) -> None:
         async def relabel(response: httpx.Response) -> None:
@@ -193,8 +183,6 @@ class accepts_any_content_type(_ClientMutant):
 class counts_attempts_in_header(_ClientMutant):
     """Stamps each attempt with its number (x-attempt): a retry is no longer the same request."""
 
-    name = "counts_attempts_in_header"
-
     def adjust(self, client: StreamingClient) -> None:
         counter = itertools.count(1)
 
@@ -206,8 +194,6 @@ class counts_attempts_in_header(_ClientMutant):
 
 class new_boundary_per_attempt(_ClientMutant):
     """Encodes a multipart body again for every attempt, with a fresh random boundary."""
-
-    name = "new_boundary_per_attempt"
 
     def adjust(self, client: StreamingClient) -> None:
         async def rewrap(request: httpx.Request) -> None:
@@ -226,8 +212,6 @@ class marks_sent_before_connect(_ClientMutant):
     """Counts a request as sent before connecting: a refused connect is never retried
     for a non-idempotent request (a SHOULD miss)."""
 
-    name = "marks_sent_before_connect"
-
     def adjust(self, client: StreamingClient) -> None:
         async def mark(request: httpx.Request) -> None:
             trace = request.extensions.get("trace")
@@ -239,8 +223,6 @@ class marks_sent_before_connect(_ClientMutant):
 
 class ignores_idempotent(Mutant):
     """Treats every request as idempotent: a non-idempotent POST is retried like any other."""
-
-    name = "ignores_idempotent"
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         unsafe = replace(request, request=replace(request.request, idempotent=True))

@@ -54,8 +54,6 @@ class _ResponseMutant(_ClientMutant):
 class accepts_anything(_RequestMutant):
     """Sends Accept: */* instead of text/event-stream (a SHOULD miss)."""
 
-    name = "accepts_anything"
-
     def edit(self, request: httpx.Request) -> None:
         request.headers["accept"] = "*/*"
 
@@ -64,16 +62,12 @@ class cache_control_no_store(_RequestMutant):
     """Sends Cache-Control: no-store, which does not stop a cache from serving a stored
     stream, instead of no-cache."""
 
-    name = "cache_control_no_store"
-
     def edit(self, request: httpx.Request) -> None:
         request.headers["cache-control"] = "no-store"
 
 
 class no_pragma(_RequestMutant):
     """Sends no Pragma: no-cache (a SHOULD miss)."""
-
-    name = "no_pragma"
 
     def edit(self, request: httpx.Request) -> None:
         request.headers.pop("pragma", None)
@@ -82,16 +76,12 @@ class no_pragma(_RequestMutant):
 class empty_last_event_id(_RequestMutant):
     """Sends an empty Last-Event-ID while it has no id to send."""
 
-    name = "empty_last_event_id"
-
     def edit(self, request: httpx.Request) -> None:
         request.headers.setdefault("last-event-id", "")
 
 
 class mangles_wide_ids(_RequestMutant):
     """Sends Last-Event-ID as ASCII, a "?" for every other character (an id is text)."""
-
-    name = "mangles_wide_ids"
 
     def edit(self, request: httpx.Request) -> None:
         sent = {name.lower(): value for name, value in request.headers.raw}.get(b"last-event-id")
@@ -102,8 +92,6 @@ class mangles_wide_ids(_RequestMutant):
 
 class drops_caller_headers_on_retry(_RequestMutant):
     """Sends the caller's credentials and x- headers on the first request to a URL only."""
-
-    name = "drops_caller_headers_on_retry"
 
     def __init__(self) -> None:
         super().__init__()
@@ -120,8 +108,6 @@ class drops_caller_headers_on_retry(_RequestMutant):
 class ignores_callers_last_event_id(Mutant):
     """Drops the Last-Event-ID its caller set: the first request starts the stream over."""
 
-    name = "ignores_callers_last_event_id"
-
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         fresh = replace(request, request=replace(request.request, last_event_id=None))
         await super().stream(fresh, sink)
@@ -133,8 +119,6 @@ class ignores_callers_last_event_id(Mutant):
 class follows_no_redirect(_ResponseMutant):
     """Never follows a redirect: a 3xx is taken for the final answer."""
 
-    name = "follows_no_redirect"
-
     def edit(self, response: httpx.Response) -> None:
         response.headers.pop("location", None)
 
@@ -143,8 +127,6 @@ class keeps_post_on_303(_ResponseMutant):
     """Follows 301, 302 and 303 as if they were 307 and 308: a POST is sent again, body
     and all, where Fetch turns it into a GET."""
 
-    name = "keeps_post_on_303"
-
     def edit(self, response: httpx.Response) -> None:
         if response.status_code in (301, 302, 303):
             response.status_code = 308 if response.status_code == 301 else 307
@@ -152,8 +134,6 @@ class keeps_post_on_303(_ResponseMutant):
 
 class turns_307_into_get(_ResponseMutant):
     """Follows 307 and 308 as if they were 303: a POST goes on as a GET without its body."""
-
-    name = "turns_307_into_get"
 
     def edit(self, response: httpx.Response) -> None:
         if response.status_code in (307, 308):
@@ -172,8 +152,6 @@ class _ForgetsRedirects(EventStream):
 
 class retries_the_original_request(_ClientMutant):
     """After a redirect, sends every retry as the original request (a 303's POST again)."""
-
-    name = "retries_the_original_request"
 
     def adjust(self, client: StreamingClient) -> None:
         client.stream_class = _ForgetsRedirects

@@ -43,8 +43,6 @@ never_resumes = _policy_mutant("never_resumes", lambda p: replace(p, resume=Fals
 class truncation_is_done(Mutant):
     """A stream that ends without its terminal event is reported complete."""
 
-    name = "truncation_is_done"
-
     def on_error(self, sink: _Sink, kind: str, detail: str, status: int | None) -> None:
         if kind == "truncated":
             sink.done()
@@ -55,8 +53,6 @@ class truncation_is_done(Mutant):
 class swallows_midstream_error(Mutant):
     """Any failure after the first chunk is reported as a normal end."""
 
-    name = "swallows_midstream_error"
-
     def on_error(self, sink: _Sink, kind: str, detail: str, status: int | None) -> None:
         if sink.chunks:
             sink.done()
@@ -66,8 +62,6 @@ class swallows_midstream_error(Mutant):
 
 class restarts_after_commit(Mutant):
     """After a mid-stream failure it starts the whole request again (duplicates)."""
-
-    name = "restarts_after_commit"
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         wrapped = _Sink(sink, self)
@@ -87,8 +81,6 @@ class restarts_after_commit(Mutant):
 class duplicates_on_resume(Mutant):
     """When it resumes a stream it hands the last chunk over a second time."""
 
-    name = "duplicates_on_resume"
-
     def on_state(self, sink: _Sink, state: str) -> None:
         if state == "retrying" and sink.last is not None:
             sink.pass_chunk(*sink.last)
@@ -97,16 +89,12 @@ class duplicates_on_resume(Mutant):
 class hides_ids(Mutant):
     """It resumes right but hands its consumer every chunk without its event id."""
 
-    name = "hides_ids"
-
     def on_chunk(self, sink: _Sink, data: str, id: str | None, event: str | None) -> None:
         sink.pass_chunk(data, None, event)
 
 
 class drops_server_message(Mutant):
     """Errors reach the consumer without the server's message (a SHOULD miss)."""
-
-    name = "drops_server_message"
 
     def on_error(self, sink: _Sink, kind: str, detail: str, status: int | None) -> None:
         sink.pass_error(kind, f"HTTP {status}" if status else kind, status)

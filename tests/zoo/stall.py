@@ -46,16 +46,12 @@ class _HidingSink(_Sink):
 class hides_stalled_state(Mutant):
     """Abandons stalled streams in time, but never tells the consumer they stalled."""
 
-    name = "hides_stalled_state"
-
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         await ReferenceAdapter.stream(self, request, _HidingSink(sink, self))
 
 
 class retries_stall_after_commit(Mutant):
     """A stall after the first chunk starts the whole request again (duplicates)."""
-
-    name = "retries_stall_after_commit"
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         wrapped = _Sink(sink, self)
@@ -78,8 +74,6 @@ class retries_stall_after_commit(Mutant):
 class ignores_offline(Mutant):
     """offline() drops the open connections but the streams reconnect at once."""
 
-    name = "ignores_offline"
-
     async def offline(self) -> None:
         for client in self._clients.values():
             for stream in list(client._shared.streams):
@@ -88,8 +82,6 @@ class ignores_offline(Mutant):
 
 class no_reconnect_on_online(Mutant):
     """online() clears the flag and the breaker but never wakes the waiting streams."""
-
-    name = "no_reconnect_on_online"
 
     async def online(self) -> None:
         self._offline = False
@@ -101,8 +93,6 @@ class no_reconnect_on_online(Mutant):
 class online_waits_backoff(Mutant):
     """online() resets the breaker, then lets each stream wait out its capped backoff
     before reconnecting, instead of going at once."""
-
-    name = "online_waits_backoff"
 
     async def online(self) -> None:
         self._offline = False
@@ -118,8 +108,6 @@ class online_waits_backoff(Mutant):
 class online_keeps_breaker(Mutant):
     """online() wakes the streams but leaves an open breaker open."""
 
-    name = "online_keeps_breaker"
-
     async def online(self) -> None:
         self._offline = False
         for client in self._clients.values():
@@ -130,8 +118,6 @@ class online_keeps_breaker(Mutant):
 
 class online_keeps_attempts(Mutant):
     """online() wakes the streams but their attempt counts carry on."""
-
-    name = "online_keeps_attempts"
 
     async def online(self) -> None:
         self._offline = False
@@ -187,7 +173,6 @@ class _CountsOfflineCuts(EventStream):
 class counts_offline_failures(_StreamMutant):
     """Connections it closed because the network went offline count against its breaker."""
 
-    name = "counts_offline_failures"
     stream_class = _CountsOfflineCuts
 
 
@@ -199,7 +184,6 @@ class _KeepsReading(EventStream):
 class leaks_on_consumer_exit(_StreamMutant):
     """A consumer that stops reading leaves the connection open, still reading."""
 
-    name = "leaks_on_consumer_exit"
     stream_class = _KeepsReading
 
 
