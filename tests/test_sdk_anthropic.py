@@ -8,13 +8,12 @@ gap is never shorter than the SDK's wait (lower bounds need no slack); upper bou
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 import pytest
+from _sdk import SLACK, answer, gaps
 
 from fake_servers import (
-    Attempt,
     FakeServer,
     drop_after,
     error_after,
@@ -22,7 +21,6 @@ from fake_servers import (
     rate_limited,
     reply,
     respond,
-    sent_text,
     stall_after,
     truncate_after,
 )
@@ -36,7 +34,6 @@ REQUEST = {
     "max_tokens": 256,
     "messages": [{"role": "user", "content": "Say something."}],
 }
-SLACK = 3.0  # upper bounds only: a shared, loaded 2-core machine delays the retry
 
 
 @pytest.fixture
@@ -48,25 +45,9 @@ def sdk(fake_server: FakeServer) -> Iterator[anthropic.Anthropic]:
         yield client
 
 
-def _answer(server: FakeServer, attempt: Attempt | None = None) -> str:
-    """What the (last) attempt sent, once finished (the ledger records a write after it)."""
-    attempt = attempt or server.ledger.wait_finished(5)[-1]
-    return sent_text(attempt, server.scenario.seed)
-
-
 def _stream_text(sdk: anthropic.Anthropic) -> str:
     events = sdk.messages.create(**REQUEST, stream=True)
     return "".join(e.delta.text for e in events if e.type == "content_block_delta")
-
-
-def _gaps(attempts: tuple[Attempt, ...]) -> list[float]:
-    """Seconds from each attempt's headers to the next attempt's arrival.
-
-    The headers' time is recorded before the body is sent, so before the SDK can
-    have read the response and started its sleep (the end is recorded after the
-    last write, which the SDK may already have read).
-    """
-    return [b.arrived_at - a.headers_at for a, b in itertools.pairwise(attempts) if a.headers_at]
 
 
 # -- streaming and replies ------------------------------------------------------------
@@ -79,7 +60,7 @@ def test_raw_event_stream_text_is_the_servers_answer(fake_server, sdk):
     assert [e.type for e in events[:2]] == ["message_start", "content_block_start"]
     assert [e.type for e in events[-3:]] == ["content_block_stop", "message_delta", "message_stop"]
     text = "".join(e.delta.text for e in events if e.type == "content_block_delta")
-    assert text == _answer(fake_server)
+    assert text == answer(fake_server)
 
 
 def test_stream_helper_accumulates_the_final_message(fake_server, sdk):
@@ -88,7 +69,7 @@ def test_stream_helper_accumulates_the_final_message(fake_server, sdk):
     with sdk.messages.stream(**REQUEST) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
-    assert text == _answer(fake_server)
+    assert text == answer(fake_server)
     assert final.content[0].text == text
     assert (final.stop_reason, final.usage.output_tokens) == ("end_turn", 8)
 
@@ -97,7 +78,7 @@ def test_non_streaming_create_gets_the_whole_message(fake_server, sdk):
     """Without stream=True the SDK parses the Message object."""
     fake_server.script(MESSAGES_PATH, reply(chunks=5))
     message = sdk.messages.create(**REQUEST)
-    assert message.content[0].text == _answer(fake_server)
+    assert message.content[0].text == answer(fake_server)
     assert message.stop_reason == "end_turn"
 
 
@@ -145,10 +126,10 @@ def test_non_retryable_statuses_are_sent_once(fake_server, sdk, status):
 def test_overload_is_retried_with_growing_jittered_backoff(fake_server, sdk):
     """Two 529s, then the answer: retry counts 0, 1, 2, about 0.4 s then 0.8 s apart."""
     fake_server.script(MESSAGES_PATH, *outage(times=2, status=529), reply(chunks=4))
-    assert _stream_text(sdk) == _answer(fake_server)
+    assert _stream_text(sdk) == answer(fake_server)
     attempts = fake_server.ledger.attempts()
     assert [a.header("x-stainless-retry-count") for a in attempts] == ["0", "1", "2"]
-    first, second = _gaps(attempts)
+    first, second = gaps(attempts)
     assert 0.375 <= first <= 0.5 + SLACK  # 0.5 s minus up to 25 % jitter
     assert 0.75 <= second <= 1.0 + SLACK
 
@@ -157,8 +138,8 @@ def test_overload_is_retried_with_growing_jittered_backoff(fake_server, sdk):
 def test_retry_after_seconds_is_honoured(fake_server, sdk):
     """A 429 with Retry-After: 1 is retried after a full second, longer than any backoff."""
     fake_server.script(MESSAGES_PATH, *rate_limited(times=1, retry_after=1), reply())
-    assert _stream_text(sdk) == _answer(fake_server)
-    (gap,) = _gaps(fake_server.ledger.attempts())
+    assert _stream_text(sdk) == answer(fake_server)
+    (gap,) = gaps(fake_server.ledger.attempts())
     assert 1.0 <= gap <= 1.0 + SLACK
 
 
@@ -166,8 +147,8 @@ def test_retry_after_seconds_is_honoured(fake_server, sdk):
 def test_retry_after_ms_is_read_first(fake_server, sdk):
     """retry-after-ms: 700 wins over Retry-After: 5 (the SDK reads the milliseconds first)."""
     fake_server.script(MESSAGES_PATH, *rate_limited(1, retry_after=5, retry_after_ms=700), reply())
-    assert _stream_text(sdk) == _answer(fake_server)
-    (gap,) = _gaps(fake_server.ledger.attempts())
+    assert _stream_text(sdk) == answer(fake_server)
+    (gap,) = gaps(fake_server.ledger.attempts())
     assert 0.7 <= gap <= 0.7 + SLACK
 
 
@@ -192,7 +173,7 @@ def test_truncated_stream_is_accepted_silently(fake_server, sdk):
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
     attempt = fake_server.ledger.wait_finished(5)[0]
-    assert text == _answer(fake_server, attempt)  # three tokens, returned as if complete
+    assert text == answer(fake_server, attempt)  # three tokens, returned as if complete
     assert final.stop_reason is None
     assert not any(e.kind == "terminal" for e in attempt.events)
     assert len(fake_server.ledger.attempts()) == 1  # nothing retried: the SDK saw no failure
@@ -219,7 +200,7 @@ def test_an_in_band_error_event_raises_and_is_not_retried(fake_server, sdk):
         next(events)
     assert caught.value.status_code == 200  # the stream's status: nothing to retry on
     assert caught.value.body["error"]["type"] == "overloaded_error"
-    assert "".join(e.delta.text for e in seen[2:]) == _answer(fake_server)
+    assert "".join(e.delta.text for e in seen[2:]) == answer(fake_server)
     assert len(fake_server.ledger.wait_finished(5)) == 1
 
 

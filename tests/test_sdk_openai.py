@@ -8,13 +8,12 @@ gap is never shorter than the SDK's wait (lower bounds need no slack); upper bou
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 import pytest
+from _sdk import SLACK, answer, gaps
 
 from fake_servers import (
-    Attempt,
     FakeServer,
     drop_after,
     error_after,
@@ -22,7 +21,6 @@ from fake_servers import (
     rate_limited,
     reply,
     respond,
-    sent_text,
     stall_after,
     truncate_after,
 )
@@ -32,7 +30,6 @@ openai = pytest.importorskip("openai")
 CHAT = "/v1/chat/completions"
 RESPONSES = "/v1/responses"
 MESSAGES = [{"role": "user", "content": "Say something."}]
-SLACK = 3.0  # upper bounds only: a shared, loaded 2-core machine delays the retry
 
 
 @pytest.fixture
@@ -44,25 +41,9 @@ def sdk(fake_server: FakeServer) -> Iterator[openai.OpenAI]:
         yield client
 
 
-def _answer(server: FakeServer, attempt: Attempt | None = None) -> str:
-    """What the (last) attempt sent, once finished (the ledger records a write after it)."""
-    attempt = attempt or server.ledger.wait_finished(5)[-1]
-    return sent_text(attempt, server.scenario.seed)
-
-
 def _chat_text(sdk: openai.OpenAI, **options: object) -> str:
     chunks = sdk.chat.completions.create(model="gpt-x", messages=MESSAGES, stream=True, **options)
     return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-
-
-def _gaps(attempts: tuple[Attempt, ...]) -> list[float]:
-    """Seconds from each attempt's headers to the next attempt's arrival.
-
-    The headers' time is recorded before the body is sent, so before the SDK can
-    have read the response and started its sleep (the end is recorded after the
-    last write, which the SDK may already have read).
-    """
-    return [b.arrived_at - a.headers_at for a, b in itertools.pairwise(attempts) if a.headers_at]
 
 
 # -- streaming and replies ------------------------------------------------------------
@@ -72,7 +53,7 @@ def test_chat_stream_text_is_the_servers_answer(fake_server, sdk):
     """create(stream=True) yields chunks whose contents join to exactly what the server sent."""
     fake_server.script(CHAT, reply(chunks=12))
     text = _chat_text(sdk, stream_options={"include_usage": True})
-    assert text == _answer(fake_server)
+    assert text == answer(fake_server)
     assert len(fake_server.ledger.attempts()) == 1
 
 
@@ -84,7 +65,7 @@ def test_chat_stream_helper_assembles_the_final_completion(fake_server, sdk):
             pass
         final = stream.get_final_completion()
     assert final.choices[0].message.role == "assistant"
-    assert final.choices[0].message.content == _answer(fake_server)
+    assert final.choices[0].message.content == answer(fake_server)
     assert final.choices[0].finish_reason == "stop"
 
 
@@ -92,7 +73,7 @@ def test_non_streaming_chat_gets_the_whole_answer(fake_server, sdk):
     """Without stream=True the SDK parses the chat.completion object."""
     fake_server.script(CHAT, reply(chunks=5))
     completion = sdk.chat.completions.create(model="gpt-x", messages=MESSAGES)
-    assert completion.choices[0].message.content == _answer(fake_server)
+    assert completion.choices[0].message.content == answer(fake_server)
     assert completion.usage is not None
     assert completion.usage.completion_tokens == 5
 
@@ -102,7 +83,7 @@ def test_responses_stream_and_reply_carry_the_answer(fake_server, sdk):
     fake_server.script(RESPONSES, reply(chunks=7))
     events = list(sdk.responses.create(model="gpt-x", input="hi", stream=True))
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-    assert deltas == _answer(fake_server)
+    assert deltas == answer(fake_server)
     assert events[-1].type == "response.completed"
     assert events[-1].response.output_text == deltas
     assert sdk.responses.create(model="gpt-x", input="hi").output_text == deltas
@@ -153,10 +134,10 @@ def test_non_retryable_statuses_are_sent_once(fake_server, sdk, status):
 def test_5xx_is_retried_with_growing_jittered_backoff(fake_server, sdk):
     """Two 503s, then the answer: retry counts 0, 1, 2, about 0.4 s then 0.8 s apart."""
     fake_server.script(CHAT, *outage(times=2, status=503), reply(chunks=4))
-    assert _chat_text(sdk) == _answer(fake_server)
+    assert _chat_text(sdk) == answer(fake_server)
     attempts = fake_server.ledger.attempts()
     assert [a.header("x-stainless-retry-count") for a in attempts] == ["0", "1", "2"]
-    first, second = _gaps(attempts)
+    first, second = gaps(attempts)
     assert 0.375 <= first <= 0.5 + SLACK  # 0.5 s minus up to 25 % jitter
     assert 0.75 <= second <= 1.0 + SLACK
 
@@ -165,8 +146,8 @@ def test_5xx_is_retried_with_growing_jittered_backoff(fake_server, sdk):
 def test_retry_after_seconds_is_honoured(fake_server, sdk):
     """A 429 with Retry-After: 1 is retried after a full second, longer than any backoff."""
     fake_server.script(CHAT, *rate_limited(times=1, retry_after=1), reply())
-    assert _chat_text(sdk) == _answer(fake_server)
-    (gap,) = _gaps(fake_server.ledger.attempts())
+    assert _chat_text(sdk) == answer(fake_server)
+    (gap,) = gaps(fake_server.ledger.attempts())
     assert 1.0 <= gap <= 1.0 + SLACK
 
 
@@ -174,8 +155,8 @@ def test_retry_after_seconds_is_honoured(fake_server, sdk):
 def test_retry_after_ms_is_read_first(fake_server, sdk):
     """retry-after-ms: 700 is honoured to the millisecond's intent (0.7 s, not the backoff)."""
     fake_server.script(CHAT, *rate_limited(1, retry_after=None, retry_after_ms=700), reply())
-    assert _chat_text(sdk) == _answer(fake_server)
-    (gap,) = _gaps(fake_server.ledger.attempts())
+    assert _chat_text(sdk) == answer(fake_server)
+    (gap,) = gaps(fake_server.ledger.attempts())
     assert 0.7 <= gap <= 0.7 + SLACK
 
 
@@ -198,7 +179,7 @@ def test_truncated_stream_is_accepted_silently(fake_server, sdk):
     )  # no exception
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     attempt = fake_server.ledger.wait_finished(5)[0]
-    assert text == _answer(fake_server, attempt)  # three tokens, returned as if complete
+    assert text == answer(fake_server, attempt)  # three tokens, returned as if complete
     assert all(c.choices[0].finish_reason is None for c in chunks)
     assert not any(e.kind == "terminal" for e in attempt.events)
     assert len(fake_server.ledger.attempts()) == 1  # nothing retried: the SDK saw no failure
@@ -219,7 +200,7 @@ def test_an_in_band_error_raises_api_error(fake_server, sdk):
     seen = [next(chunks).choices[0].delta.content for _ in range(3)]  # role chunk, two tokens
     with pytest.raises(openai.APIError, match="in-band error"):
         next(chunks)
-    assert "".join(text or "" for text in seen) == _answer(fake_server)
+    assert "".join(text or "" for text in seen) == answer(fake_server)
     assert len(fake_server.ledger.wait_finished(5)) == 1
 
 
