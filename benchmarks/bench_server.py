@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import pstats
@@ -40,13 +41,21 @@ TIMING_PATH = "/timing"  # a paced stream: ledger time vs client arrival time
 # -- client process ---------------------------------------------------------------------------
 
 
-async def _one_stream(port: int, path: str, number: int) -> list[float]:
-    """When (on now()) each event of one stream was complete at this client."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _one_stream(port: int, path: str, number: int) -> tuple[list[float], str]:
+    """When (on now()) each event of one stream was complete at this client, and how it ended.
+
+    The ending is ``complete`` (the terminating chunk came), ``closed`` (the server closed
+    first) or the name of the error that ended it (``ConnectionResetError``, ...).
+    """
+    arrivals: list[float] = []
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError as error:
+        return arrivals, type(error).__name__
     # The query names the stream, so its ledger attempt can be found.
     writer.write(f"GET {path}?client={number} HTTP/1.1\r\nhost: bench\r\n\r\n".encode())
-    arrivals: list[float] = []
     recent = b""  # the last bytes seen, for matches across reads
+    ending = "closed"
     try:
         while chunk := await reader.read(65536):
             at = now()
@@ -54,19 +63,28 @@ async def _one_stream(port: int, path: str, number: int) -> list[float]:
             arrivals.extend([at] * (recent[-1:] + chunk).count(b"\n\n"))
             recent = (recent + chunk)[-5:]
             if recent == b"0\r\n\r\n":  # the terminating chunk
+                ending = "complete"
                 break
+    except OSError as error:
+        ending = type(error).__name__
     finally:
         writer.close()
-        await writer.wait_closed()
-    return arrivals
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return arrivals, ending
 
 
 async def _client(port: int, path: str, streams: int, keep_arrivals: bool) -> dict[str, object]:
-    per_stream = await asyncio.gather(*(_one_stream(port, path, i) for i in range(streams)))
+    results = await asyncio.gather(*(_one_stream(port, path, i) for i in range(streams)))
+    per_stream = [arrivals for arrivals, _ in results]
+    endings: dict[str, int] = {}
+    for _, ending in results:
+        endings[ending] = endings.get(ending, 0) + 1
     report: dict[str, object] = {
         "events": [len(a) for a in per_stream],
         "first": [a[0] if a else None for a in per_stream],
         "last": [a[-1] if a else None for a in per_stream],
+        "endings": endings,
     }
     if keep_arrivals:
         report["arrivals"] = per_stream
@@ -75,27 +93,40 @@ async def _client(port: int, path: str, streams: int, keep_arrivals: bool) -> di
 
 def client_main(argv: list[str]) -> None:
     port, path, streams, keep = int(argv[0]), argv[1], int(argv[2]), argv[3] == "1"
-    resource.setrlimit(resource.RLIMIT_NOFILE, (20_000, 20_000))
+    raise_nofile(streams + 100)
     print(json.dumps(asyncio.run(_client(port, path, streams, keep))))
 
 
+def raise_nofile(need: int) -> int:
+    """Raise this process's soft limit on open files to ``need`` (up to the hard limit).
+
+    One stream is one socket on each side, so holding N streams needs N descriptors in the
+    server process and N in the client's. Raising the soft limit needs no privilege; past
+    the hard limit (``ulimit -Hn``) only the administrator can help. Returns the new limit.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < need:
+        print(f"warning: open-file limit {soft} < {need} needed (raise `ulimit -Hn`)", flush=True)
+    return int(soft)
+
+
 def run_clients(server: FakeServer, path: str, streams: int, keep: bool = False) -> dict[str, Any]:
+    return run_load(server.port, path, streams, keep)
+
+
+def run_load(port: int, path: str, streams: int, keep: bool = False) -> dict[str, Any]:
+    """Run the load generator (one process) against ``port``; its report."""
     out = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--client",
-            str(server.port),
-            path,
-            str(streams),
-            str(int(keep)),
-        ],
+        [sys.executable, __file__, "--client", str(port), path, str(streams), str(int(keep))],
         capture_output=True,
         text=True,
         check=True,
         timeout=600,
     )
-    report: dict[str, Any] = json.loads(out.stdout)
+    report: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
     return report
 
 
@@ -178,7 +209,7 @@ def main() -> None:
     parser.add_argument("--timing-streams", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="cProfile the server thread")
     args = parser.parse_args()
-    resource.setrlimit(resource.RLIMIT_NOFILE, (20_000, 20_000))
+    raise_nofile(args.streams + 100)
 
     with FakeServer(scenario()) as server:
         if args.profile:

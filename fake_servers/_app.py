@@ -14,7 +14,8 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from fake_servers._clock import now
-from fake_servers._ledger import AttemptWriter, Ledger, Rejected, SentEvent, Stalled
+from fake_servers._ledger import AttemptEnd, AttemptWriter, Ledger, Rejected, Stalled
 from fake_servers._limits import (
     BODY_TIMEOUT,
     MAX_FILE_BYTES,
@@ -116,14 +117,14 @@ class ScriptPlayer:
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.errors: list[BaseException] = []  # what went wrong, for FakeServer.check()
-        self._cuts: set[asyncio.Future[None]] = set()
+        # How to stop each response in flight (``_guarded``), by its task.
+        self._cuts: dict[asyncio.Task[Any], Callable[[AttemptEnd], None]] = {}
         self._steps: dict[str, _PathSteps] = {}
 
     def cut_all(self) -> None:
         """End every response in flight as ``server_stopped`` (call on the app's loop)."""
-        for cut in self._cuts:
-            if not cut.done():
-                cut.set_result(None)
+        for stop in list(self._cuts.values()):
+            stop("server_stopped")
 
     async def __call__(self, scope: Message, receive: Receive, send: SendFn) -> None:
         arrived_at = now()
@@ -272,29 +273,40 @@ class ScriptPlayer:
     async def _guarded(
         self, writer: AttemptWriter, receive: Receive, play: Coroutine[Any, Any, None]
     ) -> None:
-        """Run ``play`` until it ends, the client leaves, or the server stops."""
-        cut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._cuts.add(cut)
-        player = asyncio.ensure_future(self._recorded(writer, play))
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
-        try:
-            await asyncio.wait((player, watcher, cut), return_when=asyncio.FIRST_COMPLETED)
-            if watcher.done() and not player.done():
-                writer.finish("client_closed", at=watcher.result())
-            elif cut.done() and not player.done():
-                writer.finish("server_stopped")
-        finally:
-            self._cuts.discard(cut)
-            for task in (player, watcher):
-                task.cancel()
-            await asyncio.gather(player, watcher, return_exceptions=True)
+        """Run ``play`` until it ends, the client leaves, or the server stops.
 
-    async def _recorded(self, writer: AttemptWriter, play: Coroutine[Any, Any, None]) -> None:
+        The play runs in this task; a watcher task sees the client leave. Either that or
+        ``cut_all`` says why, then cancels this task: one task and no ``asyncio.wait``
+        per stream, which a server holding 10,000 streams pays for each of them.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        why: list[AttemptEnd] = []  # the first reason to stop is the one
+        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+
+        def stop(end: AttemptEnd) -> None:
+            if not why:
+                why.append(end)
+                task.cancel()
+
+        watcher.add_done_callback(lambda _: stop("client_closed"))
+        self._cuts[task] = stop
         try:
             await play
+        except asyncio.CancelledError:
+            if not why or task.uncancel() > 0:  # cancelled by someone else too
+                raise
+            if why[0] == "client_closed":
+                writer.finish("client_closed", at=watcher.result())
+            else:
+                writer.finish("server_stopped")
         except Exception as error:  # keep serving; FakeServer.check() re-raises it
             self.errors.append(error)
             writer.finish("aborted", f"server error: {error!r}")
+        finally:
+            why.append("completed")  # nothing left to stop: the watcher's end changes nothing
+            self._cuts.pop(task, None)
+            watcher.cancel()
 
     async def _reject(
         self, rejection: Rejection, writer: AttemptWriter, send: SendFn, path: str
@@ -352,14 +364,17 @@ class ScriptPlayer:
             last_event_id=request.header("last-event-id"),
             call=call,
         )
+        source = plan.data_source
+        if source is not None:  # the ledger makes each data event's data again when read
+            writer.data_source(source)
         if plan.delay > 0:
             await asyncio.sleep(plan.delay)
         playback = _Playback(send, writer, stalls=plan.streams)
         for move in plan.moves():  # made as they are played: a long plan costs no stall
-            if isinstance(move, Head):
-                await _start(send, writer, plan.status, plan.headers)
-            elif isinstance(move, Send):
+            if type(move) is Send:  # the usual move first
                 await playback.write(move)
+            elif isinstance(move, Head):
+                await _start(send, writer, plan.status, plan.headers)
             elif isinstance(move, Hold):
                 await playback.hold(move)
             elif isinstance(move, Yield):
@@ -371,9 +386,23 @@ class ScriptPlayer:
         writer.finish("completed", _ending_note(step))
 
 
-def build_app(player: ScriptPlayer) -> Starlette:
-    """The Starlette app that hands every path and method to ``player``."""
-    return Starlette(routes=[Route("/{path:path}", endpoint=player)])
+def build_app(player: ScriptPlayer) -> Callable[[Message, Receive, SendFn], Awaitable[None]]:
+    """The ASGI app: every HTTP request goes to ``player``, any other scope to a Starlette shell.
+
+    The player answers every path and method itself, so HTTP requests reach it with
+    Hypercorn's own ``send``: no middleware wraps each write (one write per event pays
+    for two wrappers otherwise). The shell (a websocket upgrade, a lifespan) routes
+    every path to the player too, as Starlette would.
+    """
+    shell = Starlette(routes=[Route("/{path:path}", endpoint=player)])
+
+    async def app(scope: Message, receive: Receive, send: SendFn) -> None:
+        if scope["type"] == "http":
+            await player(scope, receive, send)
+        else:
+            await shell(scope, receive, send)
+
+    return app
 
 
 # -- helpers: sending ---------------------------------------------------------------
@@ -413,9 +442,26 @@ class _Playback:
         self._data = 0  # data events written so far
 
     async def write(self, action: Send) -> None:
-        # sleep(0) even without a pause, so a gapless stream cannot starve the others
-        await asyncio.sleep(action.pause)
-        await self._chunk(action.data, action.events)
+        """Pause, then write: the one move made per event, so it is kept to one frame."""
+        data, seconds, events = action
+        if seconds >= SPIN:
+            await asyncio.sleep(seconds)
+        else:
+            due = _monotonic() + seconds
+            await _one_pass()
+            while _monotonic() < due:
+                await _one_pass()
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+        at = now()
+        if not self._wrote and data:
+            self._wrote = True
+            self._writer.update(first_byte_at=at)
+        if len(events) <= BATCH:
+            self._data += self._writer.events(events, at)
+            return
+        for start in range(0, len(events), BATCH):  # a buffered write can carry a million
+            self._data += self._writer.events(events[start : start + BATCH], at)
+            await _one_pass()
 
     async def hold(self, hold: Hold) -> None:
         """Stall: silence, or a keepalive comment every ``hold.keepalive`` seconds."""
@@ -434,28 +480,25 @@ class _Playback:
                 await asyncio.sleep(end - loop.time())
                 return
             await asyncio.sleep(beat - loop.time())
-            await self._chunk(hold.comment, comment)
+            await self.write(Send(hold.comment, 0.0, comment))
 
-    async def _chunk(self, data: bytes, events: tuple[PlannedEvent, ...]) -> None:
-        await self._send({"type": "http.response.body", "body": data, "more_body": True})
-        at = now()
-        if data and not self._wrote:
-            self._wrote = True
-            self._writer.update(first_byte_at=at)
-        for number, event in enumerate(events, start=1):
-            if event.kind == "data":
-                self._data += 1
-            self._writer.event(_sent(event, at))
-            if number % BATCH == 0:  # a buffered write can carry every event of the stream
-                await asyncio.sleep(0)
+
+# A pause shorter than this is waited by letting the other responses run until it is
+# over, not with a timer: epoll rounds a timer's wait up to the next millisecond on an
+# idle loop, and a timer costs a handle and two heap operations per event. Every write
+# waits at least one pass of the event loop, so a gapless stream cannot starve the others.
+SPIN = 1e-4
+_monotonic = time.monotonic  # any steady clock serves to wait out a pause
+
+
+@types.coroutine
+def _one_pass() -> Generator[None, None, None]:
+    """Let every other ready task run once (``asyncio.sleep(0)`` without its frame)."""
+    yield
 
 
 def _comment_text(comment: bytes) -> str:
     return comment.decode().strip().removeprefix(":").strip()
-
-
-def _sent(event: PlannedEvent, at: float) -> SentEvent:
-    return SentEvent(index=event.index, kind=event.kind, id=event.id, data=event.data, at=at)
 
 
 def _ending_note(step: Stream) -> str:

@@ -10,21 +10,31 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from fake_servers._ledger import Attempt
-from fake_servers._providers import PROVIDERS, OpenAIFormat, provider_for_path
+from fake_servers._providers import (
+    PROVIDERS,
+    AnthropicFormat,
+    GeminiFormat,
+    OpenAIFormat,
+    ResponsesFormat,
+    json_string,
+    provider_for_path,
+)
+from fake_servers._words import draw as draw_words
 
 __all__ = [
     "AUTO",
+    "KIT_FORMATS",
+    "Answer",
     "EventFormat",
     "NamedFormat",
     "OpenAIFormat",
     "Vocabulary",
     "WireEvent",
+    "answer",
     "format_names",
     "get_format",
     "register_format",
@@ -50,24 +60,9 @@ class Vocabulary:
 
 @functools.lru_cache(maxsize=32)
 def vocabulary(seed: int) -> Vocabulary:
-    """The vocabulary for ``seed``: built once with faker (slow), then cached."""
-    from faker import Faker  # imported here: faker costs ~0.2 s to import
-
-    fake = Faker(["en_US", "fr_FR", "ja_JP", "zh_CN"])
-    fake.seed_instance(seed)
-    plain = _unique(w for w in fake["en_US"].words(_PLAIN_WORDS * 2) if w.isascii())
-    accented = _unique(w for w in fake["fr_FR"].words(_MULTIBYTE_WORDS * 20) if not w.isascii())
-    japanese = _unique(fake["ja_JP"].words(_MULTIBYTE_WORDS * 2))
-    chinese = _unique(fake["zh_CN"].words(_MULTIBYTE_WORDS * 2))
-    emoji = _unique(fake["en_US"].emoji() for _ in range(_MULTIBYTE_WORDS * 2))
-    multibyte = tuple(
-        word for kind in (accented, japanese, chinese, emoji) for word in kind[:_MULTIBYTE_WORDS]
-    )
-    return Vocabulary(plain=plain[:_PLAIN_WORDS], multibyte=multibyte)
-
-
-def _unique(words: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(words))
+    """The vocabulary for ``seed``: drawn from the fixed word pools of ``_words``."""
+    plain, multibyte = draw_words(seed, _PLAIN_WORDS, _MULTIBYTE_WORDS)
+    return Vocabulary(plain=plain, multibyte=multibyte)
 
 
 def _draw(seed: int, path: str, label: str, index: int) -> int:
@@ -86,12 +81,76 @@ def token(seed: int, path: str, index: int) -> str:
     Returns:
         A word with a leading space; one in each block of eight is multi-byte.
     """
+    return answer(seed, path).token(index)
+
+
+_KEPT_TOKENS = 1 << 17  # tokens an Answer keeps (8 bytes each: the words are shared)
+
+
+class Answer:
+    """The tokens of the answer on one path under one seed, each drawn once.
+
+    Token ``i`` is the word picked by the blake2b draw of ``(seed, path, i)`` (multi-byte
+    where the draw of its block of eight says), as it always was; the draws are made
+    once and kept, the first ``_KEPT_TOKENS`` of them, so every attempt on a path (and
+    every reader of the ledger) shares them. Safe from any thread: the kept list is
+    only ever replaced by a longer one.
+    """
+
+    def __init__(self, seed: int, path: str) -> None:
+        self._words = _spaced(seed)
+        self._token_key = f"{seed}|{path}|token|".encode()
+        self._block_key = f"{seed}|{path}|block|".encode()
+        self._kept: list[str] = [""]  # index 0 is no token
+
+    def token(self, index: int) -> str:
+        kept = self._kept
+        if 0 < index < len(kept):
+            return kept[index]
+        if index < 1 or index >= _KEPT_TOKENS:
+            return self._draw_token(index)
+        grown = max(index + 1, min(2 * len(kept), _KEPT_TOKENS))
+        self._kept = kept = kept + self._draw_tokens(len(kept), grown)
+        return kept[index]
+
+    def _draw_tokens(self, first: int, end: int) -> list[str]:
+        """Tokens ``first`` to ``end - 1``: one draw each, one per block of eight for the block."""
+        plain, wide = self._words
+        out: list[str] = []
+        block: int | None = None
+        wide_at = -1
+        for index in range(first, end):
+            if (index - 1) // _MULTIBYTE_EVERY != block:
+                block = (index - 1) // _MULTIBYTE_EVERY
+                wide_at = self._draw(self._block_key, block) % _MULTIBYTE_EVERY
+            pick = self._draw(self._token_key, index)
+            if (index - 1) % _MULTIBYTE_EVERY == wide_at:
+                out.append(wide[pick % len(wide)])
+            else:
+                out.append(plain[pick % len(plain)])
+        return out
+
+    def _draw_token(self, index: int) -> str:
+        return self._draw_tokens(index, index + 1)[0]
+
+    @staticmethod
+    def _draw(key: bytes, number: int) -> int:
+        # The bytes of f"{seed}|{path}|{label}|{number}", as _draw hashes them.
+        digest = hashlib.blake2b(key + b"%d" % number, digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
+
+@functools.lru_cache(maxsize=64)
+def answer(seed: int, path: str) -> Answer:
+    """The answer on ``path`` under ``seed`` (kept for the 64 most recent pairs)."""
+    return Answer(seed, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _spaced(seed: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The vocabulary's plain and multi-byte words, each with its leading space, made once."""
     words = vocabulary(seed)
-    block, position = divmod(index - 1, _MULTIBYTE_EVERY)
-    pick = _draw(seed, path, "token", index)
-    if _draw(seed, path, "block", block) % _MULTIBYTE_EVERY == position:
-        return " " + words.multibyte[pick % len(words.multibyte)]
-    return " " + words.plain[pick % len(words.plain)]
+    return tuple(" " + w for w in words.plain), tuple(" " + w for w in words.multibyte)
 
 
 class EventFormat(Protocol):
@@ -106,24 +165,22 @@ class EventFormat(Protocol):
         ...
 
 
-# Raw UTF-8 on the wire (no \\u escapes), so multi-byte characters can be split.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def _json(value: object) -> str:
-    return _ENCODER.encode(value)
-
-
 @dataclass(frozen=True)
 class NamedFormat:
     """Named events: ``event: token`` with ``{"text", "index"}``, then ``event: done``."""
 
     def data_event(self, index: int, token: str) -> WireEvent:
-        return "token", f'{{"text":{_json(token)},"index":{index}}}'
+        return "token", f'{{"text":{json_string(token)},"index":{index}}}'
 
     def terminal_event(self) -> WireEvent:
         return "done", "{}"
 
+
+# The kit's own formats: each event a pure function of (index, token) and the format's
+# fields, so the ledger can make a data event's data again instead of keeping it.
+KIT_FORMATS: frozenset[type] = frozenset(
+    {OpenAIFormat, ResponsesFormat, AnthropicFormat, GeminiFormat, NamedFormat}
+)
 
 AUTO = "auto"  # not a format: the provider whose path it is, else openai
 _REGISTRY: dict[str, EventFormat] = {**PROVIDERS, "named": NamedFormat()}

@@ -8,9 +8,10 @@ live records stay private to the writers. Every timestamp is on ``now()``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from fake_servers._clock import now
 from fake_servers._script import Ending
@@ -23,6 +24,7 @@ __all__ = [
     "ConnectionEnd",
     "ConnectionWriter",
     "EventKind",
+    "EventLog",
     "Ledger",
     "LedgerTimeout",
     "Rejected",
@@ -123,6 +125,28 @@ class Attempt:
     def finished(self) -> bool:
         return self.end is not None
 
+    # A ledger snapshot makes its events on first read (``EventLog``): waits and counts
+    # that never look at them cost nothing per event. Hand-built attempts hold them.
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            lazy = self.__dict__.get("_lazy_events") if name == "events" else None
+            if lazy is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            log, count = lazy
+            events = log.events(count)
+            object.__setattr__(self, "events", events)
+            return events
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if state.pop("_lazy_events", None) is not None:  # a copy or a pickle holds its events
+            state["events"] = self.events
+        return state
+
+
+del Attempt.events  # the default lives in __init__; a snapshot's events come from __getattr__
+
 
 @dataclass(frozen=True)
 class Connection:
@@ -138,6 +162,137 @@ class Connection:
     closed_by: ConnectionEnd | None = None
 
 
+_KINDS: tuple[EventKind, ...] = ("data", "terminal", "comment", "retry")
+_KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
+_DATA = _KIND_CODES["data"]
+_MADE = 4  # flag: the data is the source's for the index (not kept)
+_ID_IS_INDEX = 8  # flag, with _MADE: the id is the index in decimal (else None)
+_MADE_ID = _MADE | _ID_IS_INDEX
+
+
+class Planned(Protocol):
+    """An event as the server plans it (``_render.PlannedEvent``): what a write completes."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> EventKind: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def data(self) -> str: ...
+
+
+def _sent_event(index: int, kind: EventKind, id: str | None, data: str, at: float) -> SentEvent:
+    """``SentEvent(...)`` without the frozen dataclass's per-field checks (a read makes many)."""
+    event = object.__new__(SentEvent)
+    event.__dict__.update(index=index, kind=kind, id=id, data=data, at=at)
+    return event
+
+
+class EventLog:
+    """One attempt's events, in columns: 17 bytes an event the source can make again.
+
+    The time (8 bytes), the index (8) and a code (1: the kind, and whether the data and
+    the id are the source's) of every event; the id and data only of events whose data
+    the source does not make (terminal events, comments, retry fields, and every event
+    of a format that is not the kit's), shared between repeats. Append-only: a reader
+    that saw ``count`` events reads the same ``count`` events ever after.
+    """
+
+    __slots__ = ("_at", "_codes", "_index", "_kept", "_shared", "source")
+
+    def __init__(self) -> None:
+        self._at = array("d")
+        self._index = array("q")
+        self._codes = bytearray()
+        self._kept: dict[int, tuple[str | None, str]] = {}  # position -> (id, data)
+        self._shared: dict[tuple[str | None, str], tuple[str | None, str]] = {}
+        # Makes data event i's data again; set before any data event is recorded.
+        self.source: Callable[[int], str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def count(self, kind: EventKind) -> int:
+        code = _KIND_CODES[kind]
+        return sum(1 for c in self._codes if c & 3 == code)
+
+    def add(self, index: int, kind: EventKind, id: str | None, data: str, at: float) -> None:
+        """Record one event, keeping its id and data."""
+        position = len(self._codes)
+        if kind == "data":
+            self._kept[position] = (id, data)
+        else:  # a comment or a terminal event repeats: keep one copy
+            self._kept[position] = self._shared.setdefault((id, data), (id, data))
+        self._at.append(at)
+        self._index.append(index)
+        self._codes.append(_KIND_CODES[kind])  # last: the event is whole once counted
+
+    def extend(self, events: Sequence[Planned], at: float) -> int:
+        """Record events one write completed at ``at``; return how many were data events.
+
+        A data event's data is the source's for its index and its id that index or none,
+        as the planner makes them (``_render.StreamPlan.data_source``): only its flags stay.
+        """
+        made = self.source is not None
+        at_column, index_column, codes = self._at, self._index, self._codes
+        data_events = 0
+        for event in events:
+            if event.kind == "data":
+                data_events += 1
+                if made:
+                    at_column.append(at)
+                    index_column.append(event.index)
+                    codes.append(_MADE_ID if event.id is not None else _MADE)
+                    continue
+            self.add(event.index, event.kind, event.id, event.data, at)
+        return data_events
+
+    def events(self, count: int) -> tuple[SentEvent, ...]:
+        """The first ``count`` events, made as ``SentEvent`` objects."""
+        at, index, codes, kept, source = self._at, self._index, self._codes, self._kept, self.source
+        out: list[SentEvent] = []
+        for position in range(count):
+            code = codes[position]
+            number = index[position]
+            if code & _MADE:
+                assert source is not None
+                event_id = str(number) if code & _ID_IS_INDEX else None
+                data = source(number)
+            else:
+                event_id, data = kept[position]
+            out.append(_sent_event(number, _KINDS[code & 3], event_id, data, at[position]))
+        return tuple(out)
+
+    def nbytes(self) -> int:
+        """Roughly what the log keeps, in bytes (its columns and the texts it holds)."""
+        import sys
+
+        size = sum(sys.getsizeof(c) for c in (self._at, self._index, self._codes, self._kept))
+        texts = {id(t): t for pair in self._kept.values() for t in pair if t is not None}
+        return size + sum(sys.getsizeof(t) for t in texts.values())
+
+
+_ATTEMPT_FIELDS = frozenset(f.name for f in fields(Attempt))
+
+
+def _changed(record: Attempt, changes: dict[str, Any]) -> Attempt:
+    """``replace(record, **changes)`` without the frozen dataclass's per-field checks.
+
+    A stream's record changes five or six times (step, headers, first byte, end, ...);
+    ``replace`` costs a check of each of its 25 fields every time.
+    """
+    unknown = changes.keys() - _ATTEMPT_FIELDS
+    if unknown:
+        raise TypeError(f"Attempt has no field(s) {sorted(unknown)}")
+    new = object.__new__(Attempt)
+    state = new.__dict__
+    state.update(record.__dict__)
+    state.update(changes)
+    return new
+
+
 class LedgerTimeout(AssertionError):
     """A wait on the ledger passed its deadline; the message says what was awaited."""
 
@@ -151,6 +306,10 @@ class _Writer:
 class AttemptWriter(_Writer):
     """The server's handle on one live attempt record."""
 
+    def __init__(self, ledger: Ledger, key: int, live: _LiveAttempt) -> None:
+        super().__init__(ledger, key)
+        self._live = live  # its events are this writer's alone to append
+
     @property
     def number(self) -> int:
         """The attempt's 1-based number on its endpoint (1 once the ledger was cleared)."""
@@ -161,6 +320,23 @@ class AttemptWriter(_Writer):
 
     def event(self, event: SentEvent) -> None:
         self._ledger._append_event(self._key, event)
+
+    def events(self, events: Sequence[Planned], at: float) -> int:
+        """Record the events one write completed at ``at``; return how many were data events.
+
+        Without the ledger's lock: only this writer appends to the attempt's log, and a
+        reader sees each event whole (``EventLog``). The lock is taken for the first
+        byte's time, and to wake a waiter when there is one.
+        """
+        live, ledger = self._live, self._ledger
+        data_events = live.log.extend(events, at)
+        if events and (ledger._waiting or live.record.first_byte_at is None):
+            ledger._events_added(self._key, at)
+        return data_events
+
+    def data_source(self, source: Callable[[int], str]) -> None:
+        """From now on, a data event's data is ``source(index)`` and is not kept."""
+        self._ledger._set_source(self._key, source)
 
     def finish(self, end: AttemptEnd, note: str = "", at: float | None = None) -> None:
         """Record how the attempt ended; only the first call counts."""
@@ -180,10 +356,16 @@ class ConnectionWriter(_Writer):
 @dataclass
 class _LiveAttempt:
     record: Attempt  # everything but the events
-    events: list[SentEvent] = field(default_factory=list)
+    log: EventLog = field(default_factory=EventLog)
 
     def snapshot(self) -> Attempt:
-        return replace(self.record, events=tuple(self.events))
+        """The record with the events so far, made when read (``Attempt.__getattr__``)."""
+        snap = object.__new__(Attempt)
+        state = snap.__dict__
+        state.update(self.record.__dict__)
+        del state["events"]
+        state["_lazy_events"] = (self.log, len(self.log))
+        return snap
 
 
 @dataclass
@@ -198,9 +380,12 @@ class Ledger:
     """Everything the client did, as the server and the fault proxy saw it."""
 
     def __init__(self) -> None:
+        # The lock guards the records; an attempt's events are appended by its writer
+        # alone, without it (``AttemptWriter.events``).
         self._cond = threading.Condition()
         self._store = _Store()
         self._generation = 0  # bumped by clear(); stale writers stop writing
+        self._waiting = 0  # threads in wait_for: events notify only when someone waits
 
     # -- reading -----------------------------------------------------------
     def attempts(self, path: str | None = None) -> tuple[Attempt, ...]:
@@ -229,13 +414,19 @@ class Ledger:
         """Block until ``predicate(self)`` holds; raise ``LedgerTimeout`` after ``timeout``."""
         deadline = now() + timeout
         with self._cond:
-            while not predicate(self):
-                left = deadline - now()
-                if left <= 0:
-                    raise LedgerTimeout(
-                        f"waited {timeout:.3f}s for {what}; ledger: {self.summary()}"
-                    )
-                self._cond.wait(left)
+            # Counted before the predicate is read: a writer that appends without the
+            # lock and then sees no waiter appended before the predicate looked.
+            self._waiting += 1
+            try:
+                while not predicate(self):
+                    left = deadline - now()
+                    if left <= 0:
+                        raise LedgerTimeout(
+                            f"waited {timeout:.3f}s for {what}; ledger: {self.summary()}"
+                        )
+                    self._cond.wait(left)
+            finally:
+                self._waiting -= 1
 
     def wait_attempts(
         self, count: int, timeout: float, path: str | None = None
@@ -258,11 +449,13 @@ class Ledger:
         return self.attempts(path)
 
     def summary(self) -> str:
-        parts = [
-            f"#{a.seq} {a.method} {a.path} status={a.status} events={len(a.data_events)} "
-            f"end={a.end}"
-            for a in self.attempts()
-        ]
+        with self._cond:
+            parts = [
+                f"#{a.seq} {a.method} {a.path} status={a.status} events={live.log.count('data')} "
+                f"end={a.end}"
+                for live in self._store.attempts
+                for a in (live.record,)
+            ]
         return "; ".join(parts) or "no attempts"
 
     def to_json(self) -> dict[str, Any]:
@@ -305,9 +498,10 @@ class Ledger:
                 body_sha256=body_sha256,
                 arrived_at=now() if arrived_at is None else arrived_at,
             )
-            store.attempts.append(_LiveAttempt(attempt))
+            live = _LiveAttempt(attempt)
+            store.attempts.append(live)
             self._cond.notify_all()
-            return AttemptWriter(self, self._key(len(store.attempts) - 1))
+            return AttemptWriter(self, self._key(len(store.attempts) - 1), live)
 
     def open_connection(
         self, peer: tuple[str, int], fault: str = "", at: float | None = None
@@ -347,7 +541,7 @@ class Ledger:
             if i is None:
                 return
             live = self._store.attempts[i]
-            live.record = replace(live.record, **changes)
+            live.record = _changed(live.record, changes)
             self._cond.notify_all()
 
     def _append_event(self, key: int, event: SentEvent) -> None:
@@ -356,10 +550,26 @@ class Ledger:
             if i is None:
                 return
             live = self._store.attempts[i]
-            live.events.append(event)
+            live.log.add(event.index, event.kind, event.id, event.data, event.at)
             if live.record.first_byte_at is None:
-                live.record = replace(live.record, first_byte_at=event.at)
+                live.record = _changed(live.record, {"first_byte_at": event.at})
             self._cond.notify_all()
+
+    def _events_added(self, key: int, at: float) -> None:
+        with self._cond:
+            i = self._live_index(key)
+            if i is None:  # a writer from before clear(): its log is no longer read
+                return
+            live = self._store.attempts[i]
+            if live.record.first_byte_at is None:
+                live.record = _changed(live.record, {"first_byte_at": at})
+            self._cond.notify_all()
+
+    def _set_source(self, key: int, source: Callable[[int], str]) -> None:
+        with self._cond:
+            i = self._live_index(key)
+            if i is not None:
+                self._store.attempts[i].log.source = source
 
     def _finish(self, key: int, end: AttemptEnd, note: str, at: float) -> None:
         with self._cond:
@@ -367,7 +577,8 @@ class Ledger:
             if i is None or self._store.attempts[i].record.end is not None:
                 return
             live = self._store.attempts[i]
-            live.record = replace(live.record, end=end, ended_at=at, note=note or live.record.note)
+            changes = {"end": end, "ended_at": at, "note": note or live.record.note}
+            live.record = _changed(live.record, changes)
             self._cond.notify_all()
 
     def _add_bytes(self, key: int, up: int, down: int) -> None:

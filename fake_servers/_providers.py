@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ __all__ = [
     "OpenAIFormat",
     "ResponsesFormat",
     "Wire",
+    "format_of",
     "provider_error_body",
     "provider_for_path",
     "provider_headers",
@@ -46,6 +47,26 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def _json(value: object) -> str:
     return _ENCODER.encode(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def json_string(text: str) -> str:
+    """``text`` as a JSON string (raw UTF-8), remembered: the same words recur in every answer."""
+    return _ENCODER.encode(text)
+
+
+def _token_data(head: str, tail: str) -> Callable[[str], str]:
+    """The data of an event that is ``head``, the token as JSON, ``tail``: made once a token.
+
+    The same few hundred words recur in every answer, so every event carrying one word
+    shares one string (a stream's writes hold no copy of their own).
+    """
+
+    @functools.lru_cache(maxsize=4096)
+    def data(token: str) -> str:
+        return head + json_string(token) + tail
+
+    return data
 
 
 @dataclass(frozen=True)
@@ -143,6 +164,11 @@ def wire_of(fmt: _EventFormat) -> Wire:
     return fmt if isinstance(fmt, Wire) else _Plain(fmt)
 
 
+def format_of(wire: Wire) -> object:
+    """The registered format ``wire`` plays (``wire_of``'s argument)."""
+    return wire._fmt if isinstance(wire, _Plain) else wire
+
+
 def _message(status: int) -> str:
     try:
         phrase = HTTPStatus(status).phrase
@@ -191,9 +217,12 @@ class OpenAIFormat(Wire):
         head, _, tail = self._chunk([choice]).partition(_json(marker))
         return head, tail
 
+    @functools.cached_property
+    def _data(self) -> Callable[[str], str]:
+        return _token_data(*self._template)
+
     def data_event(self, index: int, token: str) -> WireEvent:
-        head, tail = self._template
-        return None, head + _json(token) + tail
+        return None, self._data(token)
 
     def terminal_event(self) -> WireEvent:
         return None, "[DONE]"
@@ -437,9 +466,12 @@ class AnthropicFormat(Wire):
         head, _, tail = _json(event).partition(_json(marker))
         return head, tail
 
+    @functools.cached_property
+    def _data(self) -> Callable[[str], str]:
+        return _token_data(*self._template)
+
     def data_event(self, index: int, token: str) -> WireEvent:
-        head, tail = self._template
-        return "content_block_delta", head + _json(token) + tail
+        return "content_block_delta", self._data(token)
 
     def terminal_event(self) -> WireEvent:
         return "message_stop", _json({"type": "message_stop"})
@@ -547,9 +579,12 @@ class GeminiFormat(Wire):
         chunk["responseId"] = "streamcheck"
         return _json(chunk)
 
+    @functools.cached_property
+    def _data(self) -> Callable[[str], str]:
+        return _token_data(*self._template)
+
     def data_event(self, index: int, token: str) -> WireEvent:
-        head, tail = self._template
-        return None, head + _json(token) + tail
+        return None, self._data(token)
 
     def terminal_event(self) -> WireEvent:
         return None, self._chunk("", "STOP", None)

@@ -9,6 +9,7 @@ of work at a time, so no response, however long, stalls the others.
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import math
 import random
@@ -16,14 +17,15 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import cast
+from typing import NamedTuple, cast
 
-from fake_servers._formats import WireEvent, get_format, token
+from fake_servers._formats import KIT_FORMATS, Answer, WireEvent, answer, get_format
 from fake_servers._ledger import EventKind
 from fake_servers._limits import MAX_WRITE_BYTES
 from fake_servers._providers import (
     Call,
     Wire,
+    format_of,
     provider_error_body,
     provider_headers,
     wire_of,
@@ -59,18 +61,18 @@ _JSON_TYPE = "application/json"
 BATCH = 256  # tokens, gap draws, held writes or ledger events (about 3 ms)
 
 
-@dataclass(frozen=True)
-class PlannedEvent:
+# PlannedEvent and Send are made once per event: named tuples, which cost a third of a
+# frozen dataclass to make (and are as immutable).
+class PlannedEvent(NamedTuple):
     """An event (or comment / retry field) a write completes, as the ledger records it."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field hides tuple.index, on purpose
     kind: EventKind
     id: str | None
     data: str
 
 
-@dataclass(frozen=True)
-class Send:
+class Send(NamedTuple):
     """Wait ``pause`` seconds, then write ``data``; it completes ``events``."""
 
     data: bytes
@@ -134,6 +136,17 @@ class StreamPlan:
             yield from _reply_moves(self.script, rng)
 
     @property
+    def data_source(self) -> DataSource | None:
+        """What makes each data event's data from its index again, for the ledger.
+
+        None when the format is not one of the kit's own (whose events are pure
+        functions of index and token): the ledger then keeps the data as sent.
+        """
+        if type(format_of(self.script.wire)) not in KIT_FORMATS:
+            return None
+        return DataSource(self.script.wire, self.script.seed, self.script.path, not self.streams)
+
+    @property
     def actions(self) -> tuple[Action, ...]:
         """What the client gets after the headers, all at once (for small plans and tests)."""
         moves = iter(self.moves())
@@ -182,6 +195,24 @@ def plan_stream(
 
 
 @dataclass(frozen=True)
+class DataSource:
+    """The data of data event ``index`` of any answer on ``path``: what the plan sent.
+
+    A stream's data event carries the format's event for the token; a reply's (the
+    answer to a request that did not ask to stream) the token itself.
+    """
+
+    wire: Wire
+    seed: int
+    path: str
+    reply: bool
+
+    def __call__(self, index: int) -> str:
+        word = answer(self.seed, self.path).token(index)
+        return word if self.reply else self.wire.data_event(index, word)[1]
+
+
+@dataclass(frozen=True)
 class _Script:
     """One stream step and what its answer is made of."""
 
@@ -191,8 +222,12 @@ class _Script:
     seed: int
     path: str
 
+    @property
+    def answer(self) -> Answer:
+        return answer(self.seed, self.path)
+
     def token(self, index: int) -> str:
-        return token(self.seed, self.path, index)
+        return self.answer.token(index)
 
     def text(self, tokens: list[str], first: int) -> Generator[Yield, None, str]:
         """The whole answer: the tokens before ``first`` made here, then ``tokens`` (sent)."""
@@ -306,16 +341,26 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     if opening:
         yield Send(opening.encode())
     tokens: list[str] = []  # the answer as it goes, for an ending that repeats it
+    token, data_event, gap = script.answer.token, wire.data_event, step.gap
+    ids, comment_every = step.ids, framing.comment_every
+    fixed = gap.seconds if gap.kind == "fixed" else None  # no draw to make
     for index in range(first, step.events + 1):
-        tokens.append(script.token(index))
-        name, data = wire.data_event(index, tokens[-1])
-        event_id = str(index) if step.ids else None
-        text = _event_text(event_id, name, data, eol)
-        events = [PlannedEvent(index, "data", event_id, data)]
-        if framing.comment_every > 0 and index % framing.comment_every == 0:
-            text = f": {_COMMENT_TEXT}{eol}{text}"
-            events.insert(0, PlannedEvent(0, "comment", None, _COMMENT_TEXT))
-        yield Send(text.encode(), _gap(step.gap, rng) if len(tokens) > 1 else 0.0, tuple(events))
+        word = token(index)
+        tokens.append(word)
+        name, data = data_event(index, word)
+        event_id = str(index) if ids else None
+        if event_id is None and name is None:  # the usual event: the same bytes a token
+            payload = _unnamed_event(data, eol)
+        else:
+            payload = _event_text(event_id, name, data, eol).encode()
+        event = PlannedEvent(index, "data", event_id, data)
+        wait = 0.0 if len(tokens) == 1 else fixed if fixed is not None else _gap(gap, rng)
+        if comment_every > 0 and index % comment_every == 0:
+            payload = f": {_COMMENT_TEXT}{eol}".encode() + payload
+            comment = PlannedEvent(0, "comment", None, _COMMENT_TEXT)
+            yield Send(payload, wait, (comment, event))
+        else:
+            yield Send(payload, wait, (event,))
     pause = _gap(step.gap, rng) if tokens else 0.0
     last = max(first, step.events + 1)
     if step.end == "done":
@@ -329,6 +374,15 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     elif step.end == "abort_mid_line":
         name, data = wire.data_event(last, script.token(last))
         yield Send(_cut_mid_line(str(last) if step.ids else None, name, data, eol), pause)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unnamed_event(data: str, eol: str) -> bytes:
+    """The bytes of an event with no id and no name: formats that carry only the token
+    (openai, gemini) send a few hundred different ones, made once."""
+    if "\n" in data:
+        return _event_text(None, None, data, eol).encode()
+    return f"data: {data}{eol}{eol}".encode()
 
 
 def _frames_text(frames: tuple[WireEvent, ...], eol: str) -> str:
@@ -370,7 +424,12 @@ def _with_stall(
     event: before the ending), and replaces the gap before that write.
     """
     stall = step.stall
-    after = min(stall.after, sent) if stall is not None else 0
+    if stall is None:  # the usual stream: nothing to insert
+        yield from writes
+        if step.end in ("abort", "abort_mid_line"):
+            yield Abort()
+        return
+    after = min(stall.after, sent)
     comment = f": {_KEEPALIVE_TEXT}{_EOL[step.framing.line_ending]}".encode()
     data_seen = 0
     for write in writes:
@@ -452,30 +511,30 @@ def _coalesced(actions: Iterable[Action | Yield]) -> Iterator[Action | Yield]:
     group: list[Send] = []
     size = 0
     for action in actions:
-        if isinstance(action, Yield):
-            yield action  # the group stays open across it
-            continue
-        if isinstance(action, Send):
+        if type(action) is Send:  # the usual action first
             if group and action.pause == 0 and size + len(action.data) <= MAX_WRITE_BYTES:
                 group.append(action)
                 size += len(action.data)
                 continue
             if group:
-                yield _merge(group, pause=group[0].pause)
+                yield group[0] if len(group) == 1 else _merge(group)
             group, size = [action], len(action.data)
             continue
+        if isinstance(action, Yield):
+            yield action  # the group stays open across it
+            continue
         if group:
-            yield _merge(group, pause=group[0].pause)
+            yield group[0] if len(group) == 1 else _merge(group)
             group, size = [], 0
         yield action
     if group:
-        yield _merge(group, pause=group[0].pause)
+        yield group[0] if len(group) == 1 else _merge(group)
 
 
-def _merge(sends: list[Send], pause: float) -> Send:
-    if len(sends) == 1 and sends[0].pause == pause:
-        return sends[0]
-    return Send(b"".join(s.data for s in sends), pause, tuple(e for s in sends for e in s.events))
+def _merge(sends: list[Send]) -> Send:
+    """One write of ``sends``, after the first one's pause, completing all their events."""
+    events = tuple(e for s in sends for e in s.events)
+    return Send(b"".join(s.data for s in sends), sends[0].pause, events)
 
 
 def _split(

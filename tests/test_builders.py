@@ -328,7 +328,7 @@ _REFUSED: list[tuple[Any, str, str]] = [
     (
         lambda: endpoint("/v1", "stream"),
         "steps[0]",
-        'expected a step (respond(), stream(), ...), got "stream"',
+        'expected a step (respond(), stream(), raw(), ...), got "stream"',
     ),
     (lambda: Stream(events=-2), "events", "expected an integer >= 0, got -2"),
     (lambda: scenario(seed=-1), "seed", "expected an integer 0..9223372036854775807, got -1"),
