@@ -130,6 +130,7 @@ class Lanes:
         self._start_error: str | None = None
         self._broken: SuiteRunner | None = None  # an unusable runner: answers at once
         self._closed = False
+        self._taken: set[str] = set()  # results handed out
         self.most_at_once = 0  # the most cases that played at once (for the kit's tests)
 
     @property
@@ -172,15 +173,19 @@ class Lanes:
         with self._cond:
             for c in (case, *upcoming):
                 self._cases[c.id] = c
-            stopped = self._start_error is not None or self._broken is not None
-            if not stopped:
+            if case.id in self._taken:  # asked again (a rerun plugin): it plays again
+                self._taken.discard(case.id)
+                self._planner.started.discard(case.id)
+            if not self._stopped:
                 self._planner.want([Job(c.id, c.exclusive) for c in (case, *upcoming)])
                 self._dispatch()
-            elif case.id not in self._results and case.id not in self._planner.started:
-                self._results[case.id] = self._at_once(case)
             while case.id not in self._results:
+                if self._stopped and case.id not in self._planner.started:
+                    self._results[case.id] = self._at_once(case)
+                    break
                 self._cond.wait(WAKE)
             done = self._results.pop(case.id)
+            self._taken.add(case.id)
         if isinstance(done, _Raised):
             raise done.error
         return done
@@ -220,6 +225,12 @@ class Lanes:
                 return self._errored(case, str(exc))
         return self._serial.run(case)
 
+    @property
+    def _stopped(self) -> bool:
+        """No case starts any more (the lock held): the client did not start, a runner
+        became unusable, or the lanes closed."""
+        return self._start_error is not None or self._broken is not None or self._closed
+
     def _errored(self, case: Case, reason: str) -> CaseResult:
         return CaseResult(case, Verdict.ERROR, None, self._timing or "real", reason=reason)
 
@@ -228,6 +239,8 @@ class Lanes:
         runner became unusable (each later case says why, at once)."""
         if self._broken is not None:
             return self._broken.run(case)  # UNSUPPORTED stays so; otherwise ERROR, at once
+        if self._start_error is None:
+            return self._errored(case, "not run: the lanes were closed before it started")
         return self._errored(
             case, f"the client did not start (see the first ERROR): {self._start_error}"
         )
@@ -241,7 +254,7 @@ class Lanes:
 
     def _dispatch(self) -> None:
         """Hand every case the planner lets start to an idle lane (with the lock held)."""
-        if self._closed or self._broken is not None or self._start_error is not None:
+        if self._stopped:
             return
         while (job := self._planner.take()) is not None:
             lane = next((x for x in self._lanes if x.alive and x.case is None), None)

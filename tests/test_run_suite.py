@@ -90,3 +90,25 @@ def test_an_id_or_glob_matching_no_case_is_refused() -> None:
 def test_the_plugin_default_profiles_are_the_runners() -> None:
     """--streamcheck-profile's default (kept as text so pytest's --help loads no kit) agrees."""
     assert tuple(PLUGIN_DEFAULT.split(",")) == DEFAULT_PROFILES
+
+
+def test_lanes_return_catalog_order_and_a_case_asked_again_plays_again() -> None:
+    """run_suite with three lanes gives the serial run's verdicts in catalog order; a
+    case asked for twice (a rerun) is played twice, never waited on forever."""
+    from conformance import Verdict, run_suite
+    from conformance._lanes import Lanes
+    from conformance._profiles import get_profile
+    from pytest_streamcheck import ReferenceAdapter
+
+    ids = ["SC-RETRY-1", "SC-RETRY-2", "SC-COMMIT-1", "SC-SSE-1", "SC-SSE-2"]
+    side_by_side = run_suite(ReferenceAdapter, select=ids, lanes=3)
+    serial = run_suite(ReferenceAdapter, select=ids, lanes=1)
+    assert [r.case.id for r in side_by_side] == [r.case.id for r in serial] == ids
+    assert {r.verdict for r in side_by_side} == {r.verdict for r in serial} == {Verdict.PASS}
+
+    case = select_cases(["SC-SSE-1"])[0]
+    lanes = Lanes(ReferenceAdapter, [get_profile("seed-eventsource")], lanes=2).start()
+    try:
+        assert [lanes.result(case).verdict for _ in range(2)] == [Verdict.PASS] * 2
+    finally:
+        lanes.close()

@@ -420,6 +420,18 @@ class TestAtOnce:
         blocked = noisy_noise(0.0, 3.0, [(1.0, 0.3)])
         assert at_once(1.0, 1.3, blocked, self.resolution) == "unsure"
 
+    def test_a_stall_after_the_signal_counts_though_it_ended_before_the_reaction(
+        self,
+    ) -> None:
+        """SC-OFFLINE-8 under load: the loops stalled 250 ms from 5 ms after the blink,
+        and the fifth reconnect came 27 ms after the stall ended (the work queued behind
+        it). Judged by the lag near the end stamp alone, that was out: a false FAIL."""
+        stalled = Noise.from_ledger(
+            {s: _rows(0.0, 3.0, QUIET_LAG, [(1.005, 0.25)]) for s in SOURCES}
+        )
+        assert at_once(1.0, 1.282, stalled, 0.04) == "unsure"
+        assert at_once(1.0, 1.282, QUIET, 0.04) == "out"  # the same lateness, quiet
+
     def test_unmeasured_allows_the_stated_slack(self) -> None:
         """Without measured noise: in up to UNMEASURED_SLACK late, then out; never unsure."""
         high = AT_ONCE * self.resolution
