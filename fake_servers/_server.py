@@ -93,7 +93,7 @@ class FakeServer:
 
     def load(self, scenario: Scenario) -> None:
         """Replace every endpoint; clear the ledger (and so the attempt counters)."""
-        vocabulary(scenario.seed)  # faker is slow: build the words now, not mid-request
+        vocabulary(scenario.seed)  # build the words now, not in the first request
         self._player.scenario = scenario
         self.ledger.clear()
 
@@ -137,7 +137,7 @@ class FakeServer:
         """Bind, start the server thread, and return once it accepts connections."""
         if self._thread is not None:
             return self
-        vocabulary(self.scenario.seed)  # faker is slow: build the words now, not mid-request
+        vocabulary(self.scenario.seed)  # build the words now, not in the first request
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
