@@ -1,9 +1,9 @@
 """The ASGI app: checks each request, plays the script's step, records the ledger.
 
-A Starlette shell routes every path to one raw ASGI handler, so the handler
-controls each ``send`` and watches ``http.disconnect`` while it plays. Playing
-is :mod:`fake_servers._render`'s plan; this module only does the IO and the
-bookkeeping around it.
+Every HTTP request goes straight to one raw ASGI handler (a Starlette shell takes
+any other scope), so the handler controls each ``send`` and watches
+``http.disconnect`` while it plays. Playing is :mod:`fake_servers._render`'s plan;
+this module only does the IO and the bookkeeping around it.
 """
 
 from __future__ import annotations
