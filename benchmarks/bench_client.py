@@ -15,7 +15,8 @@ plain socket server, in two layouts:
   own: the client pays its per-read costs for every event. Its read time is the
   pacing, not the client; only its CPU per event is a figure.
 
-Readers: ``raw`` (httpx ``aiter_bytes`` plus ``split(b"\\n\\n")``: the floor),
+Readers: ``asyncio`` (asyncio streams and a count of blank lines, no HTTP: what a read
+costs at all), ``raw`` (httpx ``aiter_bytes`` plus ``split(b"\\n\\n")``: the HTTP floor),
 ``httpx-sse`` (``aconnect_sse``/``aiter_sse``: a decoder, no resilience) and ``client``
 (``StreamingClient.stream``: decoder, reader task, stall watch, breaker, ...). Medians
 over ``--runs`` runs, readers interleaved; ``reads/ev`` is how many reads raw httpx
@@ -44,7 +45,7 @@ from httpx_sse import aconnect_sse
 from conformance.reference import ClientPolicy, StreamingClient
 
 LAYOUTS = ("merged", "per-event")
-READERS = ("raw", "httpx-sse", "client")
+READERS = ("asyncio", "raw", "httpx-sse", "client")
 HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
     b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
@@ -139,6 +140,23 @@ class _Meter:
         return Sample(self.events, self.reads, end - (self.first or end), cpu)
 
 
+async def read_asyncio(url: str) -> Sample:
+    host, port, path = url.removeprefix("http://").replace("/", ":", 1).split(":", 2)
+    meter = _Meter()
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(f"GET /{path} HTTP/1.1\r\nhost: {host}\r\n\r\n".encode())
+    tail = b""
+    while data := await reader.read(65536):
+        meter.reads += 1
+        for _ in range((tail + data).count(b"\n\n")):
+            meter.event()
+        tail = data[-1:]
+    writer.close()
+    await writer.wait_closed()
+    meter.events -= 1  # the [DONE] terminal
+    return meter.sample()
+
+
 async def read_raw(http: httpx.AsyncClient, url: str) -> Sample:
     meter = _Meter()
     async with http.stream("GET", url) as response:
@@ -178,6 +196,7 @@ async def bench(base: str, runs: int, sizes: dict[str, int]) -> Results:
     async with httpx.AsyncClient(timeout=None) as http:
         client = StreamingClient(ClientPolicy(), http=http)
         readers: dict[str, Callable[[str], Awaitable[Sample]]] = {
+            "asyncio": read_asyncio,
             "raw": lambda url: read_raw(http, url),
             "httpx-sse": lambda url: read_httpx_sse(http, url),
             "client": lambda url: read_client(client, url),
@@ -211,10 +230,11 @@ def report(results: Results, sizes: dict[str, int], runs: int, gap_us: float) ->
         print(f"  {layout:10s} {reader:10s} {cpu[layout, reader]:10.2f} {read:11.2f} {rate}")
     for layout in LAYOUTS:
         reads = statistics.median(s.reads for s in results[layout, "raw"]) / sizes[layout]
-        c, r, s = (cpu[layout, name] for name in ("client", "raw", "httpx-sse"))
+        c, r, s, a = (cpu[layout, name] for name in ("client", "raw", "httpx-sse", "asyncio"))
         print(
             f"  {layout}: cpu client/raw x{c / r:.2f} (+{c - r:.2f} us/ev), "
-            f"client/httpx-sse x{c / s:.2f}; raw httpx made {reads:.3f} reads/ev"
+            f"client/httpx-sse x{c / s:.2f}, raw/asyncio x{r / a:.2f}; "
+            f"raw httpx made {reads:.3f} reads/ev"
         )
 
 
