@@ -24,7 +24,15 @@ from dataclasses import asdict, replace
 import httpx
 import pytest
 
-from fake_servers._formats import _MULTIBYTE_EVERY, _REGISTRY, register_format, token, vocabulary
+from fake_servers._formats import (
+    _GROW,
+    _MULTIBYTE_EVERY,
+    _REGISTRY,
+    Answer,
+    register_format,
+    token,
+    vocabulary,
+)
 from fake_servers._ledger import Attempt, EventLog, Ledger, SentEvent
 from fake_servers._render import Send, plan_stream
 from fake_servers._script import Endpoint, Framing, Gap, Scenario, Stall, Stream
@@ -276,6 +284,18 @@ def test_kept_tokens_are_the_drawn_ones():
     indexes = [*range(1, 300), 131_071, 131_072, 131_073, 999_999, 17, 3, 0]
     for seed, path in itertools.product((0, 7, -3), ("/a", "/v1/chat/completions")):
         assert [token(seed, path, i) for i in indexes] == [_drawn(seed, path, i) for i in indexes]
+
+
+def test_tokens_are_kept_in_order_a_bounded_number_at_a_time():
+    """A token far past the kept ones is drawn alone; the kept ones grow in order, by at
+    most _GROW a call, so no call holds a server's loop for long."""
+    kept = Answer(0, "/grow")
+    assert kept.token(50_000) == _drawn(0, "/grow", 50_000)
+    assert len(kept._kept) == 1  # nothing kept for it
+    for index in range(1, 3_000):
+        before = len(kept._kept)
+        assert kept.token(index) == _drawn(0, "/grow", index)
+        assert len(kept._kept) - before <= _GROW
 
 
 # -- pauses shorter than a timer --------------------------------------------------------
