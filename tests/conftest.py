@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -22,6 +23,52 @@ from fake_servers._server import FakeServer
 from pytest_streamcheck._llm import LLMSession
 
 THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it
+
+# The kit's tests mostly wait (servers, timeouts, backoff at test timing): the whole
+# suite spends about a third of its wall time on the CPU, so it runs on two workers a
+# core, at most MAX_WORKERS (more would crowd its timing tests). WORKERS_ENV overrides
+# the count; -n, --dist or --tx on the command line win over both, and -n 0 runs in
+# one process.
+MAX_WORKERS = 4
+WORKERS_ENV = "STREAMCHECK_TEST_WORKERS"
+
+
+def _streamcheck_run(config: pytest.Config) -> bool:
+    """A catalog run (``--streamcheck`` or its ini twin), not the kit's own tests."""
+    if not config.pluginmanager.hasplugin("streamcheck"):  # -p no:streamcheck
+        return False
+    return bool(config.getoption("streamcheck", None) or config.getini("streamcheck"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``python -m pytest`` with no paths runs the whole suite under pytest-xdist.
+
+    Only when it is safe: xdist installed and not disabled (``-p no:xdist``), not an
+    xdist worker, not a ``--streamcheck`` run (the catalog, not these tests), nothing
+    chosen about distribution on the command line, no ``--pdb``, no ``-s`` (xdist cannot
+    show a test's output live), not ``--collect-only``, and no test paths named (a few
+    tests named run faster in one process).
+    """
+    option = config.option
+    if (
+        not config.pluginmanager.hasplugin("xdist")
+        or hasattr(config, "workerinput")
+        or getattr(option, "numprocesses", None) is not None
+        or getattr(option, "dist", "no") != "no"
+        or getattr(option, "distload", False)
+        or getattr(option, "tx", None)
+        or option.usepdb
+        or option.capture == "no"
+        or option.collectonly
+        or config.args_source != pytest.Config.ArgsSource.TESTPATHS
+        or _streamcheck_run(config)
+    ):
+        return
+    workers = int(os.environ.get(WORKERS_ENV, min(MAX_WORKERS, 2 * (os.cpu_count() or 1))))
+    if workers > 0:
+        option.numprocesses = workers
+        option.dist = "worksteal"  # tests last 1 ms to 25 s: idle workers take over
 
 
 @pytest.fixture(autouse=True)
