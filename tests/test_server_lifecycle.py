@@ -28,7 +28,7 @@ def open_fds() -> int:
 
 def test_start_and_stop_are_fast_and_leave_nothing_behind():
     """Start and stop each take < 0.5 s; threads and file descriptors return to before."""
-    vocabulary(0)  # a one-time faker cost per process, not part of starting a server
+    vocabulary(0)  # a one-time cost per process, not part of starting a server
     threads, fds = threading.active_count(), open_fds()
     began = time.perf_counter()
     server = FakeServer(Scenario((Endpoint(PATH, (Stream(events=2),)),))).start()

@@ -46,7 +46,7 @@ def restarted(ins: Inputs) -> Iterator[Finding]:
 def _sent_text(ins: Inputs, look: Look) -> str:
     if ins.seed is None:
         return ""
-    from fake_servers._formats import sent_text  # the answer's words; faker loads on first use
+    from fake_servers._formats import sent_text  # the answer's words, on first use
 
     return sent_text(look.a, ins.seed)
 
