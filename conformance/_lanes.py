@@ -131,7 +131,6 @@ class Lanes:
         self._broken: SuiteRunner | None = None  # an unusable runner: answers at once
         self._closed = False
         self._taken: set[str] = set()  # results handed out
-        self.most_at_once = 0  # the most cases that played at once (for the kit's tests)
 
     @property
     def info(self) -> AdapterInfo | None:
@@ -262,7 +261,6 @@ class Lanes:
                 lane = self._new_lane()
             lane.case = job.id
             lane.jobs.put(self._cases[job.id])
-            self.most_at_once = max(self.most_at_once, len(self._planner.running))
 
     def _work(self, lane: _Lane) -> None:
         """A lane's thread: play the cases handed to it, one at a time, until told to stop."""
