@@ -28,6 +28,7 @@ the serial run: each case plays on the caller's thread, as before lanes existed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -114,10 +115,16 @@ class Lanes:
         case_timeout: float = 60.0,
         lanes: int = DEFAULT_LANES,
     ) -> None:
-        self._factory = adapter_factory
-        self._profiles = tuple(profiles)
+        # Every lane's runner is made with the same settings; only the gate differs.
+        self._make = functools.partial(
+            SuiteRunner,
+            adapter_factory,
+            tuple(profiles),
+            timing=timing,
+            seed=seed,
+            case_timeout=case_timeout,
+        )
         self._timing = timing
-        self._seed = seed
         self._case_timeout = case_timeout
         self._planner = Planner(lanes)
         self.lanes = lanes
@@ -139,15 +146,7 @@ class Lanes:
         return next((r.info for r in runners if r is not None), None)
 
     def _runner(self, lane: _Lane | None) -> SuiteRunner:
-        return SuiteRunner(
-            self._factory,
-            self._profiles,
-            timing=self._timing,
-            seed=self._seed,
-            case_timeout=self._case_timeout,
-            gate=lane,
-            budget=self._budget,
-        )
+        return self._make(gate=lane, budget=self._budget)
 
     # -- the caller's side ---------------------------------------------------------------
     def start(self) -> Lanes:

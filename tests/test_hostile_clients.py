@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,14 +80,19 @@ def alive(pid: int) -> bool:
     return stat is not None and stat[0] != "Z"
 
 
+def settle(busy: Callable[[], bool], seconds: float = 2.0) -> None:
+    """Give the OS up to ``seconds`` to reap what a run closed, while ``busy()`` holds."""
+    deadline = time.monotonic() + seconds
+    while busy() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def no_leaks() -> Iterator[None]:
     """Fail a test whose run leaves a file descriptor, socket or child process behind."""
     fds, children = _fds(), _children()
     yield
-    deadline = time.monotonic() + 2.0
-    while (len(_fds()) > len(fds) or _children() != children) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    settle(lambda: len(_fds()) > len(fds) or _children() != children)
     sockets = [t for t in _fds() if t.startswith("socket:")]
     assert len(sockets) <= sum(t.startswith("socket:") for t in fds), f"sockets left: {sockets}"
     assert len(_fds()) <= len(fds), f"descriptors left: {sorted(set(_fds()) - set(fds))}"
@@ -285,9 +290,7 @@ def test_an_exec_client_s_children_and_grandchildren_do_not_survive_the_run(
     run = run_cases(pytester, exec_target("forks.py", str(pidfile)), "SC-RETRY-13")
     left = [int(pid) for pid in pidfile.read_text().split()]
     assert len(left) == 3, run.output
-    deadline = time.monotonic() + 2.0
-    while any(map(alive, left)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    settle(lambda: any(map(alive, left)))
     assert [pid for pid in left if alive(pid)] == []
 
 
