@@ -186,11 +186,15 @@ def test_lanes_must_be_positive() -> None:
         Planner(0)
 
 
-def test_the_catalogs_exclusive_cases_are_the_statistics_and_the_blink() -> None:
-    """Written once, on the cases: the jitter and herd statistics (quiet_gc) and the
-    blink's five reconnects timed at once (alone)."""
+def test_the_catalogs_exclusive_cases_are_the_statistics_the_envelopes_and_the_blink() -> None:
+    """Written once, on the cases: the backoff envelopes' tight upper bounds (alone), the
+    jitter and herd statistics (quiet_gc) and the blink's five reconnects (alone)."""
     exclusive = [c.id for c in all_cases() if c.exclusive]
     assert exclusive == [
+        "SC-BACKOFF-1",
+        "SC-BACKOFF-2",
+        "SC-BACKOFF-3",
+        "SC-BACKOFF-4",
         "SC-BACKOFF-9",
         "SC-BACKOFF-10",
         "SC-BACKOFF-11",
