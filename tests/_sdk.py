@@ -20,8 +20,8 @@ def answer(server: FakeServer, attempt: Attempt | None = None) -> str:
 def gaps(attempts: tuple[Attempt, ...]) -> list[float]:
     """Seconds from each attempt's headers to the next attempt's arrival.
 
-    The headers' time is recorded before the body is sent, so before the SDK can
-    have read the response and started its sleep (the end is recorded after the
+    The headers' time is recorded before they are written, so before the SDK can
+    have read the status and started its sleep (the end is recorded after the
     last write, which the SDK may already have read).
     """
     return [b.arrived_at - a.headers_at for a, b in itertools.pairwise(attempts) if a.headers_at]
