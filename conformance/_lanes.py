@@ -33,11 +33,19 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
 from conformance._adapter import AdapterInfo, ClientAdapter
 from conformance._case import Case, Verdict
-from conformance._profiles import Profile, Timing
-from conformance._runner import CaseResult, HarnessError, RejudgeBudget, SuiteRunner
+from conformance._profiles import Profile
+from conformance._runner import (
+    CASE_TIMEOUT,
+    CaseResult,
+    HarnessError,
+    RejudgeBudget,
+    RunSettings,
+    SuiteRunner,
+)
 from conformance._schedule import DEFAULT_LANES, Job, Planner
 
 __all__ = ["DEFAULT_LANES", "Lanes", "lag_of"]
@@ -110,22 +118,13 @@ class Lanes:
         adapter_factory: Callable[[], ClientAdapter],
         profiles: Sequence[Profile],
         *,
-        timing: Timing | None = None,
-        seed: int = 0,
-        case_timeout: float = 60.0,
         lanes: int = DEFAULT_LANES,
+        **settings: Unpack[RunSettings],
     ) -> None:
         # Every lane's runner is made with the same settings; only the gate differs.
-        self._make = functools.partial(
-            SuiteRunner,
-            adapter_factory,
-            tuple(profiles),
-            timing=timing,
-            seed=seed,
-            case_timeout=case_timeout,
-        )
-        self._timing = timing
-        self._case_timeout = case_timeout
+        self._make = functools.partial(SuiteRunner, adapter_factory, tuple(profiles), **settings)
+        self._timing = settings.get("timing")
+        self._case_timeout = settings.get("case_timeout", CASE_TIMEOUT)
         self._planner = Planner(lanes)
         self.lanes = lanes
         self._budget = RejudgeBudget()

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from conformance._json import fields_json
 from conformance.reference import (
     BackoffConfig,
     BreakerConfig,
@@ -80,15 +81,7 @@ class Profile:
         return self.policy.scaled(self.test_scale) if timing == "test" else self.policy
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "title": self.title,
-            "source": self.source,
-            "transports": sorted(self.transports),
-            "test_scale": self.test_scale,
-            "policy": policy_to_dict(self.policy),
-        }
+        return fields_json(self, policy=policy_to_dict(self.policy))
 
 
 class ProfileError(ValueError):

@@ -26,12 +26,13 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypedDict, TypeVar
 
 from conformance._adapter import AdapterInfo, AdapterRequest, ClientAdapter, StreamSink
 from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict, all_cases
 from conformance._checks import name_endings
 from conformance._evidence import DeliveryLog, Evidence
+from conformance._json import fields_json
 from conformance._profiles import Profile, Timing, get_profile
 from conformance._timing import Noise
 from conformance.reference._config import ClientPolicy
@@ -80,6 +81,17 @@ REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all
 DEFAULT_PROFILES = ("seed-eventsource", "seed-fetch")
 
 
+CASE_TIMEOUT = 60.0  # seconds one case may take before it is an ERROR
+
+
+class RunSettings(TypedDict, total=False):
+    """What every runner of one run is made with (``Lanes`` hands them to each lane)."""
+
+    timing: Timing | None
+    seed: int
+    case_timeout: float
+
+
 class HarnessError(Exception):
     """The harness or the adapter broke; the case is ERROR, never FAIL."""
 
@@ -99,12 +111,7 @@ class Rejudged:
     beside: bool = False  # it played beside other cases (lanes): played again alone
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "factor": self.factor,
-            "observed": self.observed,
-            "noise": self.noise,
-            "beside": self.beside,
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -335,7 +342,7 @@ class SuiteRunner:
         *,
         timing: Timing | None = None,
         seed: int = 0,
-        case_timeout: float = 60.0,
+        case_timeout: float = CASE_TIMEOUT,
         gate: Gate | None = None,
         budget: RejudgeBudget | None = None,
     ) -> None:
@@ -778,7 +785,7 @@ def run_suite(
     select: Iterable[str] | None = None,
     timing: Timing | None = None,
     seed: int = 0,
-    case_timeout: float = 60.0,
+    case_timeout: float = CASE_TIMEOUT,
     lanes: int | None = None,
 ) -> tuple[CaseResult, ...]:
     """Run conformance cases against a client, without pytest.

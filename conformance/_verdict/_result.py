@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from conformance._json import fields_json
 from conformance._verdict._rules import RULES, FindingLevel
 
 __all__ = [
@@ -44,16 +45,7 @@ class Finding:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "level": self.level,
-            "title": self.title,
-            "source": self.source,
-            "attempts": list(self.attempts),
-            "call": self.call,
-            "observed": self.observed,
-            "advice": self.advice,
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -72,14 +64,7 @@ class Call:
         return f"call {self.number}: {self.method} {self.path} ({self.key}): {steps}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "method": self.method,
-            "path": self.path,
-            "key": self.key,
-            "attempts": list(self.attempts),
-            "outcomes": list(self.outcomes),
-        }
+        return fields_json(self)
 
 
 @dataclass(frozen=True)
