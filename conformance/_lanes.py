@@ -116,13 +116,14 @@ class Lanes:
     def __init__(
         self,
         adapter_factory: Callable[[], ClientAdapter],
-        profiles: Sequence[Profile],
+        profiles: Sequence[Profile] | None,
         *,
         lanes: int = DEFAULT_LANES,
         **settings: Unpack[RunSettings],
     ) -> None:
         # Every lane's runner is made with the same settings; only the gate differs.
-        self._make = functools.partial(SuiteRunner, adapter_factory, tuple(profiles), **settings)
+        asked = None if profiles is None else tuple(profiles)  # None: the client's own
+        self._make = functools.partial(SuiteRunner, adapter_factory, asked, **settings)
         self._timing = settings.get("timing")
         self._case_timeout = settings.get("case_timeout", CASE_TIMEOUT)
         self._planner = Planner(lanes)
@@ -139,10 +140,20 @@ class Lanes:
         self._taken: set[str] = set()  # results handed out
 
     @property
+    def profiles(self) -> tuple[Profile, ...] | None:
+        """The profiles the cases are judged under, once a lane has started."""
+        started = self._started()
+        return None if started is None else started.profiles
+
+    @property
     def info(self) -> AdapterInfo | None:
         """What the client says of itself, once a lane has started it."""
+        started = self._started()
+        return None if started is None else started.info
+
+    def _started(self) -> SuiteRunner | None:
         runners = [self._serial, *(lane.runner for lane in self._lanes)]
-        return next((r.info for r in runners if r is not None), None)
+        return next((r for r in runners if r is not None), None)
 
     def _runner(self, lane: _Lane | None) -> SuiteRunner:
         return self._make(gate=lane, budget=self._budget)

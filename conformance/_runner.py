@@ -33,7 +33,7 @@ from conformance._case import Case, Outcome, SetupFailed, StreamRequest, Verdict
 from conformance._checks import name_endings
 from conformance._evidence import DeliveryLog, Evidence
 from conformance._json import fields_json
-from conformance._profiles import Profile, Timing, get_profile
+from conformance._profiles import Profile, ProfileError, Timing, get_profile
 from conformance._timing import Noise
 from conformance.reference._config import ClientPolicy
 from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
@@ -338,7 +338,7 @@ class SuiteRunner:
     def __init__(
         self,
         adapter_factory: Callable[[], ClientAdapter],
-        profiles: Sequence[Profile],
+        profiles: Sequence[Profile] | None,
         *,
         timing: Timing | None = None,
         seed: int = 0,
@@ -347,7 +347,9 @@ class SuiteRunner:
         budget: RejudgeBudget | None = None,
     ) -> None:
         self._factory = adapter_factory
-        self.profiles = tuple(profiles)
+        # None: the profile the client declares (AdapterInfo.profile), known once it starts
+        self._asked = None if profiles is None else tuple(profiles)
+        self.profiles = self._asked or ()
         self._timing = timing
         self.seed = seed
         self.case_timeout = case_timeout
@@ -395,6 +397,8 @@ class SuiteRunner:
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
         self.info = self.adapter.info
         self._adapter_open = True
+        if self._asked is None:
+            self.profiles = declared_profiles(self.info)
 
     async def _make_adapter(self) -> ClientAdapter:
         adapter = self._factory()
@@ -772,6 +776,20 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
     )
 
 
+def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:
+    """The profiles of a run that named none: the one the client declares, else the seed's.
+
+    Raises:
+        HarnessError: the client declares a profile the kit does not know.
+    """
+    if info.profile is None:
+        return tuple(get_profile(name) for name in DEFAULT_PROFILES)
+    try:
+        return (get_profile(info.profile),)
+    except ProfileError as exc:
+        raise HarnessError(f"{info.name} declares the profile {info.profile!r}: {exc}") from None
+
+
 def _verdict(case: Case, outcome: Outcome) -> Verdict:
     if outcome.ok:
         return Verdict.PASS
@@ -781,7 +799,7 @@ def _verdict(case: Case, outcome: Outcome) -> Verdict:
 def run_suite(
     adapter_factory: Callable[[], ClientAdapter],
     *,
-    profile: str | Profile | Sequence[str | Profile] = DEFAULT_PROFILES,
+    profile: str | Profile | Sequence[str | Profile] | None = None,
     select: Iterable[str] | None = None,
     timing: Timing | None = None,
     seed: int = 0,
@@ -792,7 +810,9 @@ def run_suite(
 
     Args:
         adapter_factory: Makes the adapter (called again after an adapter breaks).
-        profile: The profile(s) the client claims, by name (``name@version``) or value.
+        profile: The profile(s) the client claims, by name (``name@version``) or value;
+            None: the one its adapter declares (``AdapterInfo.profile``), else
+            ``DEFAULT_PROFILES``.
         select: Case ids or globs (``"SC-RETRY-*"``); None runs the whole catalog.
         timing: ``"test"`` or ``"real"``; None: test timing for configurable clients.
         seed: Reproduces a run.
@@ -809,8 +829,7 @@ def run_suite(
         ValueError: An id or glob matches no case.
         HarnessError: The client could not be started.
     """
-    names = [profile] if isinstance(profile, str | Profile) else list(profile)
-    profiles = [p if isinstance(p, Profile) else get_profile(p) for p in names]
+    profiles = None if profile is None else _profiles(profile)
     cases = select_cases(select)
     from conformance._lanes import DEFAULT_LANES, Lanes  # it builds on this module
 
@@ -826,6 +845,13 @@ def run_suite(
         return runner.run(cases)
     finally:
         runner.close()
+
+
+def _profiles(profile: str | Profile | Sequence[str | Profile]) -> list[Profile]:
+    names = [profile] if isinstance(profile, str | Profile) else list(profile)
+    if not names:  # every case would be UNSUPPORTED: a run that judged nothing
+        raise ValueError("profile: an empty list; None takes the client's declared profile")
+    return [p if isinstance(p, Profile) else get_profile(p) for p in names]
 
 
 def select_cases(select: Iterable[str] | None = None) -> tuple[Case, ...]:

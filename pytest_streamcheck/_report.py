@@ -183,7 +183,7 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
     client: dict[str, Any] = next((r["client"] for r in rows if r.get("client")), {})
     header = (
         f"client {client.get('name', s.target)} {client.get('version', '')}; "
-        f"profiles {', '.join(p.key for p in s.profiles)}; seed {s.seed}"
+        f"profiles {', '.join(p.key for p in state.profiles)}; seed {s.seed}"
     )
     lines = render_summary(rows, header, known=bool(state.known.entries))
     lax = [r for r in rows if r["verdict"] == "NON-STRICT" and not r.get("known_failure")]
@@ -263,7 +263,7 @@ def build_report(
         "schema": SCHEMA,
         "kit": {"name": "pytest-streamcheck", "version": __version__},
         "client": {**client, "target": s.target},
-        "profiles": [p.to_json() for p in s.profiles],
+        "profiles": [p.to_json() for p in state.profiles],
         "timing": rows[0]["timing"] if rows else None,
         "seed": s.seed,
         "strict": s.strict,

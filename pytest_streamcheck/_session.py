@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from conformance._case import Case, all_cases
 from conformance._lanes import Lanes
-from conformance._runner import CaseResult
+from conformance._profiles import Profile, get_profile
+from conformance._runner import DEFAULT_PROFILES, CaseResult
 from pytest_streamcheck._known import KnownFailures, parse_known_failures
 from pytest_streamcheck._settings import Settings
 from pytest_streamcheck._targets import load_target
@@ -42,6 +43,14 @@ class StreamcheckSession:
         waiting out) a broken client again.
         """
         return self.lanes.result(case, upcoming)
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        """The profiles cases are judged under: those asked for, else (once the client
+        has started) the one it declares, else the defaults."""
+        if self.settings.profiles is not None:
+            return self.settings.profiles
+        return self.lanes.profiles or tuple(get_profile(n) for n in DEFAULT_PROFILES)
 
     def record(self, result: CaseResult) -> None:
         self.results.append(result)

@@ -44,7 +44,7 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "--streamcheck-profile",
         "streamcheck_profile",
         f"comma-separated profiles (name, name@version or a .toml/.json file); "
-        f"default {DEFAULT_PROFILES}",
+        f"default: the one the client declares, else {DEFAULT_PROFILES}",
     ),
     (
         "--streamcheck-timing",
@@ -98,7 +98,7 @@ TIMINGS = ("auto", "test", "real")
 @dataclass(frozen=True)
 class Settings:
     target: str
-    profiles: tuple[Profile, ...]
+    profiles: tuple[Profile, ...] | None  # None: the client's declared one, else the defaults
     timing: Timing | None  # None: decided by the client's capabilities
     report: Path | None
     html: Path | None
@@ -155,10 +155,12 @@ def report_path(config: pytest.Config) -> Path | None:
     return _path(_value(config, "--streamcheck-report", "streamcheck_report"))
 
 
-def _profiles(raw: str | None) -> tuple[Profile, ...]:
+def _profiles(raw: str | None) -> tuple[Profile, ...] | None:
     from conformance._profiles import ProfileError, get_profile
 
-    names = [n.strip() for n in (raw or DEFAULT_PROFILES).split(",") if n.strip()]
+    if raw is None:
+        return None
+    names = [n.strip() for n in raw.split(",") if n.strip()]
     if not names:  # every case would be UNSUPPORTED: a green run that checked nothing
         raise pytest.UsageError(
             f"--streamcheck-profile: no profile in {raw!r}, so no transport to judge; "

@@ -72,7 +72,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if state is None:
         return None
     s = state.settings
-    profiles = ", ".join(p.key for p in s.profiles)
+    profiles = (
+        ", ".join(p.key for p in s.profiles) if s.profiles else "the client's, else the defaults"
+    )
     return f"streamcheck: target={s.target} profiles={profiles} seed={s.seed}"
 
 

@@ -191,3 +191,18 @@ def test_the_llm_fixture_module_does_not_import_the_report_writer() -> None:
         "assert 'pytest_streamcheck._report' not in sys.modules, 'import cycle is back'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_clients_declared_profile_is_judged_and_reported(pytester: pytest.Pytester) -> None:
+    """With no --streamcheck-profile, the profile the adapter declares is the one every
+    case is judged under, and the one the summary and the report name."""
+    result = pytester.runpytest(
+        *suite("sct_reference:declares_pipeline", "SC-RETRY-1"),
+        "--streamcheck-report=report.json",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*profiles=the client's, else the defaults*"])
+    result.stdout.fnmatch_lines(["*profiles seed-pipeline@1;*"])
+    report = _json(pytester, "report.json")
+    assert [p["name"] for p in report["profiles"]] == ["seed-pipeline"]
+    assert [c["profile"] for c in report["cases"]] == ["seed-pipeline@1"]

@@ -112,3 +112,46 @@ def test_lanes_return_catalog_order_and_a_case_asked_again_plays_again() -> None
         assert [lanes.result(case).verdict for _ in range(2)] == [Verdict.PASS] * 2
     finally:
         lanes.close()
+
+
+def _declaring(profile: str | None) -> type:
+    """The reference client, declaring ``profile`` as a client that names its own would."""
+    from dataclasses import replace
+
+    from pytest_streamcheck import ReferenceAdapter
+
+    class Declaring(ReferenceAdapter):
+        info = replace(ReferenceAdapter.info, profile=profile)
+
+    return Declaring
+
+
+def test_a_run_that_names_no_profile_judges_under_the_clients_declared_one() -> None:
+    """AdapterInfo.profile picks the profile when the caller names none; a named one wins."""
+    from conformance import run_suite
+
+    declared = run_suite(_declaring("seed-pipeline"), select=["SC-RETRY-1"], lanes=1)
+    assert [r.profile for r in declared] == ["seed-pipeline@1"]
+    named = run_suite(
+        _declaring("seed-pipeline"), profile="seed-eventsource", select=["SC-RETRY-1"], lanes=1
+    )
+    assert [r.profile for r in named] == ["seed-eventsource@1"]
+    silent = run_suite(_declaring(None), select=["SC-RETRY-1"], lanes=1)
+    assert [r.profile for r in silent] == ["seed-eventsource@1"]
+
+
+def test_a_declared_profile_the_kit_does_not_know_is_a_harness_error() -> None:
+    """The run stops with a message naming the client and its profile, never judging
+    the client under another profile."""
+    from conformance import HarnessError, run_suite
+
+    with pytest.raises(HarnessError, match="declares the profile 'no-such-profile'"):
+        run_suite(_declaring("no-such-profile"), select=["SC-RETRY-1"], lanes=1)
+
+
+def test_an_empty_profile_list_is_refused() -> None:
+    """An empty list would leave every case UNSUPPORTED: a run that judged nothing."""
+    from conformance import run_suite
+
+    with pytest.raises(ValueError, match="an empty list"):
+        run_suite(_declaring(None), profile=[], select=["SC-RETRY-1"])

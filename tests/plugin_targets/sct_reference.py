@@ -12,7 +12,14 @@ from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
 from pytest_streamcheck._reference import ReferenceAdapter
 
-__all__ = ["CRASH", "crashes_on_post", "make_adapter", "retries_401", "streamcheck_adapter"]
+__all__ = [
+    "CRASH",
+    "crashes_on_post",
+    "declares_pipeline",
+    "make_adapter",
+    "retries_401",
+    "streamcheck_adapter",
+]
 
 CRASH = "the adapter crashed on purpose"
 
@@ -47,6 +54,13 @@ class CrashesOnPost(_Named):
         if request.request.method == "POST":
             raise RuntimeError(CRASH)
         await super().stream(request, sink)
+
+
+def declares_pipeline() -> ReferenceAdapter:
+    """A client that declares the profile it follows (AdapterInfo.profile)."""
+    adapter = _Named("sct-declares-pipeline")
+    adapter.info = replace(adapter.info, profile="seed-pipeline")
+    return adapter
 
 
 def make_adapter() -> ReferenceAdapter:
