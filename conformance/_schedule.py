@@ -39,7 +39,9 @@ class Planner:
     """Which case starts next and which plays alone: pure state, no threads, no IO.
 
     ``want`` says which cases are wanted, in order (the one a caller waits for first);
-    ``take`` hands out the next case to start, or None while it must wait; ``finish``
+    ``take`` hands out the next case to start, or None while it must wait: once a case
+    has played through, the wanted exclusive cases first, back to back, so the lanes
+    drain once for all of them rather than once for each; ``finish``
     reports a case done. A lane whose case must be re-judged asks to go alone
     (``wait_alone``) and plays once ``may_go_alone`` says so: from then on nothing new
     starts until every other case has finished, and the first to ask goes first.
@@ -78,18 +80,24 @@ class Planner:
         """The next case to start now, or None: nothing wanted, or it must wait."""
         if not self.pending or any(m != "shared" for m in self.running.values()):
             return None  # someone plays alone, or waits to: let the others drain
-        job = self.pending[0]
+        job = self._next()
         if job.exclusive:
             if self.running:
                 return None  # nothing overtakes it: the lanes drain, then it plays
         elif len(self.running) >= self.cap:
             return None
-        self.pending.pop(0)
+        self.pending.remove(job)
         self.started.add(job.id)
         if self.running:  # it and every case in play now play side by side
             self.crowded.update(self.running, (job.id,))
         self.running[job.id] = "alone" if job.exclusive else "shared"
         return job
+
+    def _next(self) -> Job:
+        """The first wanted case; once the client is proven, the first exclusive one."""
+        if self.proven:
+            return next((j for j in self.pending if j.exclusive), self.pending[0])
+        return self.pending[0]
 
     def beside(self, case_id: str) -> bool:
         """Whether ``case_id`` has played while another case played too."""

@@ -66,16 +66,31 @@ def test_a_new_wish_replaces_the_old_and_skips_what_started() -> None:
 
 def test_an_exclusive_case_waits_for_the_lanes_to_drain_and_nothing_overtakes_it() -> None:
     p = _proven(4)
-    p.want([Job("a"), Job("b"), Job("herd", exclusive=True), Job("c")])
+    p.want([Job("a"), Job("b")])
     assert _take_all(p) == ["a", "b"]
+    p.want([Job("c"), Job("herd", exclusive=True), Job("d")])
     p.finish("a", clean=True)
-    assert _take_all(p) == []  # c may not pass the herd, the herd waits for b
+    assert _take_all(p) == []  # c and d may not pass the herd, the herd waits for b
     p.finish("b", clean=True)
     assert _take_all(p) == ["herd"]
     assert p.running == {"herd": "alone"}
     assert _take_all(p) == []  # nothing beside it
     p.finish("herd", clean=True)
-    assert _take_all(p) == ["c"]
+    assert _take_all(p) == ["c", "d"]
+
+
+def test_once_proven_the_exclusive_cases_play_first_back_to_back() -> None:
+    """The lanes drain once for all of them (they would drain once for each, met in
+    catalog order); the first case still plays first, so a broken client is met there."""
+    p = Planner(4)
+    p.want([Job("a"), Job("b"), Job("env", exclusive=True), Job("c"), Job("herd", True)])
+    assert _take_all(p) == ["a"]
+    p.finish("a", clean=True)
+    assert _take_all(p) == ["env"]
+    p.finish("env", clean=True)
+    assert _take_all(p) == ["herd"]
+    p.finish("herd", clean=True)
+    assert _take_all(p) == ["b", "c"]
 
 
 def test_a_rejudging_try_waits_until_every_other_case_finished() -> None:
