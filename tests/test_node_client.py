@@ -668,7 +668,8 @@ def test_offline_aborts_and_online_resumes_at_once(
 
 @pytest.mark.slow
 def test_node_unit_tests_pass() -> None:
-    """The client's own node:test suite (SSE parser, policy, breaker) passes."""
+    """The client's own node:test suite (its transport) passes; the shared modules' tests
+    (SSE parser, policy, breaker) run in tests/test_browser_client.py."""
     assert NODE is not None
     result = subprocess.run(
         [NODE, "--test", "test/"],

@@ -1,17 +1,19 @@
 #!/usr/bin/env node
 // The exec adapter protocol v1 (docs/exec-protocol.md) around the resilient streaming client:
-// commands arrive as JSON lines on stdin, events leave as JSON lines on stdout.
+// commands arrive as JSON lines on stdin, events leave as JSON lines on stdout. The message
+// set, the resilience layer and the fetch transport are shared with the browser client
+// (../browser-client/shared/); this file is the Node shell: stdio, undici, process exit.
 // Nothing the kit sends may crash the process: a bad line becomes a `log` event.
 
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
-import { parseStream } from './commands.mjs';
-import { DEFAULT_POLICY, normalizePolicy } from './policy.mjs';
-import { ClientPool } from './pool.mjs';
-import { initTransport } from './transport.mjs';
+import { ClientPool } from '../browser-client/shared/pool.mjs';
+import { DEFAULT_POLICY, normalizePolicy } from '../browser-client/shared/policy.mjs';
+import { makeDispatcher } from '../browser-client/shared/protocol.mjs';
+import { StreamingClient } from '../browser-client/shared/resilience.mjs';
+import { initTransport, nodeTransport } from './transport.mjs';
 
-const PROTOCOL = 1;
 const NAME = 'streamcheck-node-client';
 const VERSION = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).version;
 const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable'];
@@ -24,56 +26,22 @@ function log(message) {
   emit({ type: 'log', message });
 }
 
-function main(client) {
+function main(pool) {
   let stopping = false;
   const shutdown = () => {
     if (stopping) return;
     stopping = true;
-    client.shutdown();
+    pool.shutdown();
     // Let the aborts reach the sockets, then leave well inside the protocol's 2 s.
     setTimeout(() => process.exit(0), 50);
   };
-
-  const handlers = {
-    hello(cmd) {
-      if (cmd.protocol !== PROTOCOL) log(`the kit speaks protocol ${cmd.protocol}; this client speaks ${PROTOCOL}`);
-      emit({ type: 'hello', protocol: PROTOCOL, name: NAME, version: VERSION, capabilities: CAPABILITIES });
-    },
-    configure(cmd) {
-      const { policy, problems } = normalizePolicy(cmd.policy);
-      for (const problem of problems) log(`configure: ${problem}`);
-      client.configure(policy);
-      emit({ type: 'configured' });
-    },
-    reset() {
-      client.reset();
-      emit({ type: 'reset' });
-    },
-    stream(cmd) {
-      if (typeof cmd.stream !== 'string' && typeof cmd.stream !== 'number') {
-        log(`stream: needs a "stream" id: ${JSON.stringify(cmd)}`);
-        return;
-      }
-      const id = String(cmd.stream);
-      if (client.has(id)) {
-        log(`stream: ${id} is already open; command ignored`);
-        return;
-      }
-      const { spec, problem } = parseStream(cmd);
-      if (spec) client.start(spec);
-      else emit({ type: 'error', stream: id, kind: 'other', detail: `bad stream command: ${problem}` });
-    },
-    cancel(cmd) {
-      if (!client.cancel(String(cmd.stream))) log(`cancel: no open stream ${JSON.stringify(cmd.stream)}`);
-    },
-    offline() {
-      client.offline();
-    },
-    online() {
-      client.online();
-    },
+  const dispatch = makeDispatcher({
+    pool,
+    emit,
+    hello: { name: NAME, version: VERSION, capabilities: CAPABILITIES },
     shutdown,
-  };
+    networkCommands: true, // no browser here: the kit's offline/online commands are the events
+  });
 
   const onLine = (line) => {
     if (line.trim() === '') return;
@@ -84,20 +52,7 @@ function main(client) {
       log(`ignored a line that is not JSON (${err.message}): ${line.slice(0, 200)}`);
       return;
     }
-    if (typeof cmd !== 'object' || cmd === null || Array.isArray(cmd)) {
-      log(`ignored a line that is not a JSON object: ${line.slice(0, 200)}`);
-      return;
-    }
-    const handler = Object.hasOwn(handlers, cmd.cmd) ? handlers[cmd.cmd] : undefined;
-    if (!handler) {
-      log(`ignored an unknown command: ${JSON.stringify(cmd.cmd)}`);
-      return;
-    }
-    try {
-      handler(cmd);
-    } catch (err) {
-      log(`${cmd.cmd} failed: ${err?.stack ?? err}`);
-    }
+    dispatch(cmd);
   };
 
   createInterface({ input: process.stdin, crlfDelay: Infinity }).on('line', onLine).on('close', shutdown);
@@ -110,6 +65,10 @@ function main(client) {
 process.stdout.on('error', () => process.exit(0));
 
 const transportReady = await initTransport();
-const client = new ClientPool({ emit, policy: normalizePolicy(DEFAULT_POLICY).policy });
+const pool = new ClientPool({
+  emit,
+  policy: normalizePolicy(DEFAULT_POLICY).policy,
+  makeClient: ({ emit: send, policy }) => new StreamingClient({ emit: send, policy, transport: nodeTransport() }),
+});
 if (!transportReady) log('undici Agent not found: connect_timeout is not enforced');
-main(client);
+main(pool);

@@ -1,5 +1,7 @@
-// What the resilient layer needs from the network: fetch with a connect timeout, and
-// request bodies serialised once so that every retry sends the same bytes.
+// Node's side of the shared fetch transport (../browser-client/shared/fetch-stream.mjs):
+// undici's dispatcher with a connect timeout, and network errors classified by their code.
+
+import { makeFetchTransport } from '../browser-client/shared/fetch-stream.mjs';
 
 let Agent = null;
 
@@ -42,50 +44,27 @@ export function networkFailure(err) {
 }
 
 /**
- * The protocol's `body` as bytes plus a content type: `{json: any}` or
- * `{multipart: {fields: {...}, files: [{name, filename, content_type, base64}]}}`.
- * Multipart goes through FormData + Blob, serialised once (one boundary for every attempt).
+ * The transport of one client instance: its own dispatcher, replaced on `configure` (the
+ * connect timeout) and on `offline` (undici reconnects after an aborted in-flight request;
+ * a fresh dispatcher means nothing connects while offline).
  */
-export async function encodeBody(body) {
-  if (body === null || body === undefined) return null;
-  if (typeof body !== 'object') throw new TypeError('body must be null, {json} or {multipart}');
-  if ('json' in body) {
-    return { bytes: new TextEncoder().encode(JSON.stringify(body.json)), contentType: 'application/json' };
-  }
-  if ('multipart' in body && typeof body.multipart === 'object' && body.multipart !== null) {
-    const { fields = {}, files = [] } = body.multipart;
-    const form = new FormData();
-    for (const [name, value] of Object.entries(fields)) form.append(name, String(value));
-    for (const file of files) {
-      const blob = new Blob([Buffer.from(file.base64 ?? '', 'base64')], {
-        type: file.content_type ?? 'application/octet-stream',
-      });
-      form.append(file.name, blob, file.filename ?? file.name);
-    }
-    const encoded = new Response(form);
-    return {
-      bytes: new Uint8Array(await encoded.arrayBuffer()),
-      contentType: encoded.headers.get('content-type'),
-    };
-  }
-  throw new TypeError('body must be null, {json} or {multipart}');
-}
-
-/** Up to `limit` bytes of a response body as text (for error details), then the body is dropped. */
-export async function readSome(stream, limit = 512) {
-  if (!stream) return '';
-  const reader = stream.getReader();
-  const parts = [];
-  let size = 0;
-  try {
-    while (size < limit) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      parts.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  return Buffer.concat(parts).subarray(0, limit).toString('utf8');
+export function nodeTransport() {
+  let dispatcher;
+  let connectTimeout = null;
+  return makeFetchTransport({
+    networkFailure,
+    init: () => ({ dispatcher }),
+    configure(policy) {
+      connectTimeout = policy.connect_timeout;
+      dispatcher?.close().catch(() => {});
+      dispatcher = makeDispatcher(policy.connect_timeout);
+    },
+    offline() {
+      dispatcher?.destroy?.().catch(() => {});
+      dispatcher = makeDispatcher(connectTimeout);
+    },
+    shutdown() {
+      dispatcher?.destroy?.().catch(() => {});
+    },
+  });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SSEDecoder, isTerminal } from '../sse.mjs';
+import { SSEDecoder, isTerminal } from '../shared/sse.mjs';
 
 const enc = (s) => new TextEncoder().encode(s);
 

@@ -9,7 +9,7 @@ import {
   isRetryable,
   normalizePolicy,
   parseRetryAfter,
-} from '../policy.mjs';
+} from '../shared/policy.mjs';
 
 const seeded = (seed = 1) => {
   // mulberry32: a tiny seeded generator, so the tests are reproducible

@@ -1,18 +1,29 @@
-// The resilient streaming client: one shared resilience layer over fetch + ReadableStream,
-// used for GET (EventSource style) and POST-with-a-body (fetch style) streams alike.
-// Policy decisions come from the pure modules; this file owns the clock, timers and sockets.
+// The resilient streaming client: ONE resilience layer for every transport (the retry
+// matrix, jittered backoff, the breaker, the stall watchdog, commit and resume, offline and
+// online). What carries an attempt is a transport object the shell passes in:
+//
+//   transport.encodeBody(body)              -> Promise<{bytes, contentType} | null>
+//   transport.exchange(call, signal, progress)
+//        one request: resolves to a result (below) or throws a network error; it hands each
+//        SSE event to call.receive() and reports arrival with call.headersArrived() and
+//        call.bytesArrived()
+//   transport.networkFailure(err)           -> {kind: 'connect' | 'reset', detail}
+//   transport.configure(policy), transport.offline(), transport.shutdown()   (optional)
+//
+// Node (fetch on undici) and the browser (fetch + ReadableStream, or native EventSource)
+// each pass their own. Policy decisions come from the pure modules; this file owns the
+// clock and the timers. It uses no Node-only API.
 
 import { makeBreaker } from './breaker.mjs';
 import { RetryState, describe } from './policy.mjs';
 import { SSEDecoder, isTerminal } from './sse.mjs';
-import { encodeBody, makeDispatcher, networkFailure, readSome } from './transport.mjs';
 
 const clock = () => performance.now() / 1000;
 const ms = (seconds) => Math.ceil(seconds * 1000); // never early: bounds are checked from below
 
 /** Why an attempt was cut short by us rather than by the network. */
-const CANCELLED = Object.freeze({ kind: 'cancelled' });
-const WENT_OFFLINE = Object.freeze({ kind: 'offline' });
+export const CANCELLED = Object.freeze({ kind: 'cancelled' });
+export const WENT_OFFLINE = Object.freeze({ kind: 'offline' });
 
 /** A decision's reason -> the protocol's error kind. */
 const GIVE_UP_KIND = {
@@ -27,10 +38,11 @@ const SURFACE_KIND = { stall: 'stalled', truncated: 'truncated', reset: 'truncat
 
 export class StreamingClient {
   /**
-   * @param {{emit: (event: object) => void, policy: object, rng?: () => number}} options
+   * @param {{emit: (event: object) => void, policy: object, transport: object, rng?: () => number}} options
    */
-  constructor({ emit, policy, rng = Math.random }) {
+  constructor({ emit, policy, transport, rng = Math.random }) {
     this.emit = emit;
+    this.transport = transport;
     this.rng = rng;
     this.calls = new Map();
     this.waiters = new Set();
@@ -42,8 +54,7 @@ export class StreamingClient {
     this.policy = policy;
     this.breaker = makeBreaker(policy.breaker);
     this.breaker.onChange = () => this.wake('breaker');
-    this.dispatcher?.close().catch(() => {});
-    this.dispatcher = makeDispatcher(policy.connect_timeout);
+    this.transport.configure?.(policy);
   }
 
   /** Start one stream; `spec` is the protocol's already validated `stream` command. */
@@ -73,10 +84,7 @@ export class StreamingClient {
   offline() {
     this.isOffline = true;
     for (const call of this.calls.values()) call.wentOffline();
-    // undici reconnects after an aborted in-flight request; a fresh dispatcher means
-    // nothing connects while offline.
-    this.dispatcher?.destroy?.().catch(() => {});
-    this.dispatcher = makeDispatcher(this.policy.connect_timeout);
+    this.transport.offline?.();
   }
 
   /** The browser's `online` event: the failures were the network's, so start afresh at once. */
@@ -90,7 +98,7 @@ export class StreamingClient {
   shutdown() {
     for (const call of this.calls.values()) call.abandon();
     this.calls.clear();
-    this.dispatcher?.destroy?.().catch(() => {});
+    this.transport.shutdown?.();
   }
 
   /** Sleep up to `seconds` (Infinity: forever), ending early on `signal` or a wake on `channels`. */
@@ -146,7 +154,7 @@ class Call {
 
   async run() {
     try {
-      this.body = await encodeBody(this.spec.body);
+      this.body = await this.client.transport.encodeBody(this.spec.body);
       await this.loop();
     } catch (err) {
       this.fail('other', `${err?.name ?? 'Error'}: ${err?.message ?? err}`);
@@ -250,9 +258,10 @@ class Call {
             if (!progress.gotData) controller.abort({ kind: 'timeout_first_chunk', detail: 'no chunk in time' });
           }, ms(policy.first_chunk_timeout));
     try {
-      return { ...(await this.exchange(controller.signal, progress)), gotData: progress.gotData };
+      const result = await this.client.transport.exchange(this, controller.signal, progress);
+      return { ...result, gotData: progress.gotData };
     } catch (err) {
-      const reason = controller.signal.aborted ? controller.signal.reason : networkFailure(err);
+      const reason = controller.signal.aborted ? controller.signal.reason : this.client.transport.networkFailure(err);
       return { ...reason, gotData: progress.gotData };
     } finally {
       clearInterval(watch);
@@ -276,66 +285,75 @@ class Call {
     }
   }
 
-  async exchange(signal, progress) {
-    const response = await fetch(this.spec.url, this.requestInit(signal));
-    progress.lastActivity = clock(); // the headers are the first bytes of the stall watch
-    if (response.status !== 200) {
-      const text = await readSome(response.body);
-      const header = (name) => response.headers.get(name);
-      return { kind: 'status', status: response.status, header, detail: text.slice(0, 200) };
-    }
-    const type = response.headers.get('content-type') ?? '';
-    if (!type.toLowerCase().startsWith('text/event-stream')) {
-      await response.body?.cancel().catch(() => {});
-      return { kind: 'content_type', detail: `content-type ${JSON.stringify(type)}` };
-    }
-    return this.read(response.body.getReader(), progress);
+  /** The response head arrived: the headers are the first bytes of the stall watch. */
+  headersArrived(progress) {
+    progress.lastActivity = clock();
   }
 
-  requestInit(signal) {
-    // EventSource's request: Accept, and cache mode "no-store" as Fetch sends it.
-    const sse = { accept: 'text/event-stream', 'cache-control': 'no-cache', pragma: 'no-cache' };
+  /** Bytes arrived (any bytes: comments and partial lines too). */
+  bytesArrived(progress) {
+    if (this.policy.idle_rule === 'bytes') this.touch(progress);
+  }
+
+  touch(progress) {
+    progress.lastActivity = clock();
+    progress.stalledShown = false;
+  }
+
+  /**
+   * The request headers of every attempt: EventSource's (Accept, and the cache mode
+   * "no-store" as Fetch sends it, unless the transport has the cache mode add them), the
+   * caller's, the body's type, and Last-Event-ID whenever there is one: the caller's on the
+   * first request, the stream's later (a stream that cannot resume never reconnects once
+   * ids have arrived).
+   */
+  requestHeaders({ cacheHeaders = true } = {}) {
+    const sse = cacheHeaders
+      ? { accept: 'text/event-stream', 'cache-control': 'no-cache', pragma: 'no-cache' }
+      : { accept: 'text/event-stream' };
     const headers = { ...sse, ...this.spec.headers };
     if (this.body) {
       const overridden = Object.keys(this.spec.headers).some((k) => k.toLowerCase() === 'content-type');
       if (!overridden || this.body.contentType.startsWith('multipart/')) headers['content-type'] = this.body.contentType;
     }
-    // Whenever there is one: the caller's on the first request, the stream's later (a
-    // stream that cannot resume never reconnects once ids have arrived).
     if (this.lastEventId !== '') headers['last-event-id'] = this.lastEventId;
-    const init = { method: this.spec.method, headers, signal, dispatcher: this.client.dispatcher };
-    if (this.body) init.body = this.body.bytes;
-    return init;
+    return headers;
   }
 
-  /** Read the SSE body until the terminal event (done), its end (truncated) or an error. */
-  async read(reader, progress) {
+  /** Read an SSE body (a ReadableStream's reader) until the terminal event, its end or an error. */
+  async readBody(reader, progress) {
     const decoder = new SSEDecoder(this.lastEventId);
-    const touch = () => {
-      progress.lastActivity = clock();
-      progress.stalledShown = false;
-    };
     for (;;) {
       const { value, done } = await reader.read();
       if (done) {
         decoder.close(); // an unterminated last event is dropped, as the spec says
         return { kind: 'truncated', detail: 'the body ended without the terminal event' };
       }
-      if (this.policy.idle_rule === 'bytes') touch();
+      this.bytesArrived(progress);
       for (const event of decoder.feed(value)) {
         this.lastEventId = decoder.lastEventId;
-        if (isTerminal(event)) {
-          await reader.cancel().catch(() => {});
-          return { kind: 'done' };
+        const outcome = this.receive(event, progress);
+        if (outcome !== null) {
+          if (outcome.kind === 'done') await reader.cancel().catch(() => {});
+          return outcome;
         }
-        if (this.isReplay(event, progress)) continue;
-        if (this.policy.idle_rule === 'data') touch();
-        if (this.consumerStopped()) return CANCELLED;
-        this.deliver(event, progress);
-        if (this.consumerStopped()) return CANCELLED;
       }
       this.lastEventId = decoder.lastEventId; // id-only events move it too
     }
+  }
+
+  /**
+   * One parsed SSE event (`{type, data, id, hasId}`): the terminal event ends the attempt
+   * (`{kind: 'done'}`), a consumer that stopped ends it (CANCELLED), otherwise null.
+   */
+  receive(event, progress) {
+    if (isTerminal(event)) return { kind: 'done' };
+    if (this.isReplay(event, progress)) return null;
+    if (this.policy.idle_rule === 'data') this.touch(progress);
+    if (this.consumerStopped()) return CANCELLED;
+    this.deliver(event, progress);
+    if (this.consumerStopped()) return CANCELLED;
+    return null;
   }
 
   /**

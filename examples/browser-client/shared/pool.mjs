@@ -1,11 +1,12 @@
 // Independent client instances by the protocol's `client` key: streams with
 // different keys behave like separate users (own breaker, own attempt counts).
-import { StreamingClient } from './streaming.mjs';
+// `makeClient({emit, policy})` builds one instance (a StreamingClient with its transport).
 
 export class ClientPool {
-  constructor({ emit, policy }) {
+  constructor({ emit, policy, makeClient }) {
     this.emit = emit;
     this.policy = policy;
+    this.makeClient = makeClient;
     this.clients = new Map();
     this.isOffline = false;
   }
@@ -13,7 +14,7 @@ export class ClientPool {
   client(key) {
     let client = this.clients.get(key);
     if (!client) {
-      client = new StreamingClient({ emit: this.emit, policy: this.policy });
+      client = this.makeClient({ emit: this.emit, policy: this.policy });
       if (this.isOffline) client.offline();
       this.clients.set(key, client);
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { CLOSED, HALF_OPEN, OPEN, makeBreaker } from '../breaker.mjs';
+import { CLOSED, HALF_OPEN, OPEN, makeBreaker } from '../shared/breaker.mjs';
 
 const config = { kind: 'consecutive', threshold: 3, cooldown: 10, ratio: 0.5, min_throughput: 4, window: 5 };
 
