@@ -13,7 +13,6 @@ import base64
 import itertools
 import json
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _node import NODE, run_node_tests
 
 from conformance._case import CAPABILITIES
 from conformance._profiles import SEED_EVENTSOURCE, policy_to_dict
@@ -31,7 +31,6 @@ from fake_servers._ledger import Attempt, Ledger, LedgerTimeout
 from fake_servers._script import Gap, Respond, Stall, Step, Stream
 from fake_servers._server import FakeServer
 
-NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
 
 CLIENT_DIR = Path(__file__).resolve().parent.parent / "examples" / "node-client"
@@ -670,13 +669,4 @@ def test_offline_aborts_and_online_resumes_at_once(
 def test_node_unit_tests_pass() -> None:
     """The client's own node:test suite (its transport) passes; the shared modules' tests
     (SSE parser, policy, breaker) run in tests/test_browser_client.py."""
-    assert NODE is not None
-    result = subprocess.run(
-        [NODE, "--test", "test/"],
-        cwd=CLIENT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_node_tests(CLIENT_DIR)
