@@ -25,6 +25,7 @@ from conformance.reference import (
 
 __all__ = [
     "BUILTIN_PROFILES",
+    "HTML_EVENTSOURCE",
     "SEED_EVENTSOURCE",
     "SEED_FETCH",
     "SEED_PIPELINE",
@@ -156,6 +157,27 @@ SEED_PIPELINE = ClientPolicy(
     resume=False,
 )
 
+# The browser's native EventSource, as WHATWG HTML §9.2 has it, with Chromium's numbers
+# (measured: tests/test_browser_eventsource.py): a network error re-establishes the
+# connection after the reconnection time (Chromium's default 3 s; a ``retry:`` field
+# sets it), always the same, no jitter, no limit and no breaker; any status but 200,
+# or another Content-Type, fails the connection for good, so nothing with a status is
+# retried and Retry-After is never read. It resumes with Last-Event-ID on its own
+# reconnects. It has no stall timer: the page lacks the stall capability, and the
+# policy's number (which must be one) is the longest a profile may claim.
+HTML_EVENTSOURCE = ClientPolicy(
+    name="html-eventsource",
+    matrix=RetryMatrix(never=frozenset(), always=frozenset(), retry_5xx=False),
+    backoff=BackoffConfig(family="none", base=3.0, caps=((1, 3.0),), jitter=0.0),
+    breaker=BreakerConfig(kind="none"),
+    retry_after=False,
+    retry_after_cap=0.0,
+    stall_timeout=MAX_PROFILE_SECONDS,
+    stall_check_interval=MAX_PROFILE_SECONDS,
+    resume=True,
+)
+_HTML_SSE = "WHATWG HTML §9.2 Server-sent events; Chromium's EventSource (3 s reconnection time)"
+
 BUILTIN_PROFILES: dict[str, Profile] = {
     p.key: p
     for p in (
@@ -182,6 +204,14 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             source=_SEED_LIBRARY,
             policy=SEED_PIPELINE,
             transports=frozenset({"get", "post"}),
+        ),
+        Profile(
+            name="html-eventsource",
+            version=1,
+            title="The browser's native EventSource (the HTML standard, Chromium's numbers)",
+            source=_HTML_SSE,
+            policy=HTML_EVENTSOURCE,
+            transports=frozenset({"get"}),
         ),
     )
 }

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, cast
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
+from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
@@ -45,6 +45,7 @@ from pytest_streamcheck._exec_protocol import (
     parse_hello,
     stream_command,
 )
+from pytest_streamcheck._peer import OpenStream, Peer
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -85,17 +86,6 @@ def _exit_text(code: int) -> str:
 
 
 @dataclass
-class _OpenStream:
-    sink: StreamSink
-    ended: asyncio.Future[None]
-    cancel_after: int | None  # the consumer stops reading after this many chunks
-    over: bool = False  # its done/error arrived, or its consumer stopped reading
-
-    def consumer_stopped(self) -> bool:
-        return self.cancel_after is not None and self.sink.chunks >= self.cancel_after
-
-
-@dataclass
 class _Failure:
     """Why the process can no longer be used, and the full message once known."""
 
@@ -105,7 +95,7 @@ class _Failure:
     message: str = ""
 
 
-class ExecAdapter:
+class ExecAdapter(Peer):
     """Drives a client process that speaks the exec protocol v1 (docs/exec-protocol.md).
 
     Start it with ``await adapter.start()`` (the handshake) before reading ``info``;
@@ -144,34 +134,15 @@ class ExecAdapter:
         self._env = {**os.environ, **env} if env is not None else None
         self._mark_value = f"{os.getpid()}-{secrets.token_hex(8)}"  # this adapter's alone
         self._stderr: deque[str] = deque(maxlen=stderr_lines)
-        self._info: AdapterInfo | None = None
+        super().__init__()
         self._proc: asyncio.subprocess.Process | None = None
         self._readers: tuple[asyncio.Task[None], ...] = ()  # stdout and stderr
-        self._replies: dict[str, deque[asyncio.Future[dict[str, Any]]]] = {
-            r: deque() for r in REPLIES
-        }
-        self._streams: dict[str, _OpenStream] = {}
-        self._finished: set[str] = set()  # streams whose late events are dropped quietly
         self._failure: _Failure | None = None
         self._closed = False
         self._start_lock = asyncio.Lock()
         self._send_lock = asyncio.Lock()
 
     # -- identity ------------------------------------------------------------------------
-    @property
-    def info(self) -> AdapterInfo:
-        """The client's name, version and capabilities, from its ``hello`` reply."""
-        if self._info is None:
-            raise HarnessError(
-                f"{self._who}: info is known only after the handshake; await adapter.start() first"
-            )
-        return self._info
-
-    @info.setter
-    def info(self, value: AdapterInfo) -> None:
-        # Settable as ClientAdapter declares it; lets a caller override what the client said.
-        self._info = value
-
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
@@ -256,7 +227,7 @@ class ExecAdapter:
         if sid in self._streams:
             raise HarnessError(f"{self._who}: stream {sid!r} is already open")
         ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = _OpenStream(sink, ended, request.request.cancel_after)
+        entry = OpenStream(sink, ended, request.request.cancel_after)
         self._streams[sid] = entry
         self._finished.discard(sid)
         try:
@@ -443,18 +414,12 @@ class ExecAdapter:
     def _route(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind in REPLIES:
-            waiters = self._replies[kind]
-            while waiters and waiters[0].done():  # abandoned by a cancelled caller
-                waiters.popleft()
-            if waiters:
-                waiters.popleft().set_result(event)
-            else:
-                self._stderr.append(f"[kit] ignored an unexpected {kind!r} reply")
+            self._hand_reply(kind, event, self._stderr.append)
             return
         sid = event.get("stream")
         entry = self._streams.get(sid) if isinstance(sid, str) else None
         if entry is None:
-            self._note_stray(event)
+            self._note_stray(event, self._stderr.append)
             return
         try:
             # After its cancel_after-th chunk the stream is over for the kit, as for the
@@ -464,13 +429,6 @@ class ExecAdapter:
             return  # the consumer stopped reading; the cancel is on its way
         if entry.over and not entry.ended.done():
             entry.ended.set_result(None)
-
-    def _note_stray(self, event: dict[str, Any]) -> None:
-        sid = event.get("stream")
-        if event["type"] == "log" and sid is None:
-            self._stderr.append(f"[log] {event.get('message', '')}")
-        elif sid not in self._finished:
-            self._stderr.append(f"[kit] dropped a {event['type']} event for unknown stream {sid!r}")
 
     async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
         partial = b""
@@ -517,25 +475,6 @@ class ExecAdapter:
         failure.message = f"{self._who} {what}{failure.waiting}{self._tail()}"
         self._resolve_all(failure.message)
         return failure.message
-
-    def _waiting_for(self) -> str:
-        waits = [f"the `{reply}` reply" for reply, q in self._replies.items() if q]
-        waits += [
-            f"stream {sid!r} ({entry.sink.chunks} chunk{'' if entry.sink.chunks == 1 else 's'}"
-            " delivered)"
-            for sid, entry in self._streams.items()
-        ]
-        return f" while the kit was waiting for {', '.join(waits)}" if waits else ""
-
-    def _resolve_all(self, message: str) -> None:
-        for waiters in self._replies.values():
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_exception(HarnessError(message))
-            waiters.clear()
-        for entry in self._streams.values():
-            if not entry.ended.done():
-                entry.ended.set_exception(HarnessError(message))
 
     async def _stop_process(self, *, polite: bool) -> None:
         """End the process (``shutdown`` first if ``polite``), reap it, close every pipe."""

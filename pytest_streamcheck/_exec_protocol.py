@@ -18,6 +18,7 @@ __all__ = [
     "ProtocolError",
     "Reply",
     "StreamEventType",
+    "check_event",
     "deliver",
     "encode",
     "parse_event",
@@ -94,6 +95,17 @@ def parse_event(line: bytes) -> dict[str, Any] | None:
         event = json.loads(text)
     except ValueError as exc:
         raise ProtocolError(f"is not JSON ({exc})") from None
+    return check_event(event)
+
+
+def check_event(event: object) -> dict[str, Any]:
+    """A decoded event (a JSON value: from a stdout line, or a browser page's emit) as
+    an event object.
+
+    Raises:
+        ProtocolError: it is not an object, has an unknown ``type``, or is a stream
+            event without its string ``stream`` id.
+    """
     if not isinstance(event, dict):
         raise ProtocolError(f"is JSON but not an object (a {type(event).__name__})")
     kind = event.get("type")

@@ -1,6 +1,7 @@
 """Resolve ``--streamcheck=TARGET`` into an adapter.
 
-TARGET is ``reference``, ``exec:COMMAND``, ``module:factory``, a module that has
+TARGET is ``reference``, ``exec:COMMAND``, ``browser:PAGE`` (an HTML file, or
+``eventsource`` for the browser's native EventSource), ``module:factory``, a module that has
 a ``streamcheck_adapter`` factory, or a name registered under the
 ``streamcheck.clients`` entry-point group.
 """
@@ -44,6 +45,10 @@ def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
         from pytest_streamcheck._exec import ExecAdapter
 
         return lambda: ExecAdapter(argv)
+    if target.startswith("browser:"):
+        from pytest_streamcheck._browser_target import browser_factory
+
+        return browser_factory(target[len("browser:") :])
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if target in registered:
         return _factory(registered[target].load(), target)
@@ -88,6 +93,7 @@ def describe_targets() -> str:
     names = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
     registered = f"; registered: {', '.join(names)}" if names else ""
     return (
-        "valid targets: reference, exec:COMMAND, module:factory, a module with "
+        "valid targets: reference, exec:COMMAND, browser:PAGE.html, browser:eventsource, "
+        "module:factory, a module with "
         f"{MODULE_FACTORY}(){registered}"
     )

@@ -1,0 +1,458 @@
+"""The browser adapter: a client page in headless Chromium (docs/browser.md).
+
+``--streamcheck=browser:PATH`` opens the HTML page at PATH, ``browser:eventsource`` the
+kit's page around the browser's native ``EventSource``. The page speaks exec protocol
+v1 as JavaScript objects: the kit calls ``window.streamcheck.hello()`` and
+``window.streamcheck.command(cmd)``, the page answers and reports through
+``window.streamcheckEmit(obj)``, a Playwright binding. Each message is checked and
+delivered by ``_exec_protocol``, as an exec client's stdout line is.
+
+Each adapter has a ``BrowserContext`` and a page of its own in the process's one
+browser (``_browser_host``); offline and online are that context's network emulation,
+so the page sees its real ``offline``/``online`` events and ``navigator.onLine``, and
+its requests fail as on a train. Deliveries are stamped on the kit's clock as the
+binding call reaches Python, on the browser's thread, before anything else waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
+from conformance._profiles import policy_to_dict
+from conformance._runner import HarnessError
+from conformance.reference import ClientPolicy
+from pytest_streamcheck import _browser_host
+from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
+from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
+from pytest_streamcheck._exec_protocol import (
+    PROTOCOL_VERSION,
+    REPLIES,
+    ProtocolError,
+    Reply,
+    check_event,
+    deliver,
+    parse_hello,
+    stream_command,
+)
+from pytest_streamcheck._peer import OpenStream, Peer
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
+
+__all__ = ["NATIVE_PAGE", "NATIVE_PAGES", "BrowserAdapter"]
+
+T = TypeVar("T")
+# browser:NAME for a page the kit ships (served under /__streamcheck/).
+NATIVE_PAGES = {"eventsource": "eventsource.html"}
+NATIVE_PAGE = "eventsource"
+CLOSE_GRACE = 2.0  # seconds for the page's shutdown and the context's close
+# The page's command() is called through this wrapper: a throw, or a rejected promise,
+# is the page's protocol breach, reported with its stack (never swallowed).
+_SEND = """cmd => {
+  try {
+    const r = window.streamcheck.command(cmd);
+    if (r && typeof r.then === "function")
+      r.then(undefined, e => window.__streamcheckFault(cmd.cmd, String((e && e.stack) || e)));
+    return null;
+  } catch (e) { return String((e && e.stack) || e); }
+}"""
+_DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
+  && typeof window.streamcheck.hello === "function"
+  && typeof window.streamcheck.command === "function" """
+
+
+class _TimedOut(HarnessError):
+    """A call into the browser that passed its time limit."""
+
+
+class BrowserAdapter(Peer):
+    """Drives a client page in headless Chromium through protocol v1 (docs/browser.md).
+
+    Start it with ``await adapter.start()`` (page load and ``hello``) before reading
+    ``info``; every other coroutine starts it on first use and must run on the loop that
+    started it. ``aclose()`` leaves no context, page or server open.
+    """
+
+    def __init__(
+        self,
+        page: Path | None,
+        *,
+        executable: str | None = None,
+        hello_timeout: float = 10.0,
+        command_timeout: float = 10.0,
+        native: str = NATIVE_PAGE,
+    ) -> None:
+        """Prepares the adapter; nothing is started before ``start()``.
+
+        Args:
+            page: The client page's HTML file; None: the kit's ``native`` page.
+            executable: The Chromium binary; None: ``_browser_host.find_chromium()``.
+            hello_timeout: Seconds to load the page, see ``window.streamcheck`` and get
+                the ``hello()`` reply.
+            command_timeout: Seconds the page has to answer ``configure``/``reset``.
+            native: Which of ``NATIVE_PAGES`` to open when ``page`` is None.
+        """
+        self.page_path = page.resolve() if page is not None else None
+        self._native = native
+        self._executable = executable
+        self.hello_timeout = hello_timeout
+        self.command_timeout = command_timeout
+        super().__init__()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._host: _browser_host.Host | None = None
+        self._server: PageServer | None = None
+        self._context: BrowserContext | None = None
+        self._page: Page | None = None
+        self._notes: deque[str] = deque(maxlen=200)  # console, page errors, the kit's notes
+        self._lock = threading.Lock()  # around changes to _streams (read on the browser's thread)
+        self._failure: str | None = None
+        self._closed = False
+        self._start_lock = asyncio.Lock()
+        self._policy: ClientPolicy | None = None  # configured again on every fresh page
+        self._doing = "starting"  # the step of opening the page, for a timeout's message
+
+    # -- identity --------------------------------------------------------------------
+    @property
+    def _who(self) -> str:
+        if self.page_path is None:
+            return f"browser page {KIT_PREFIX}{NATIVE_PAGES[self._native]} (native)"
+        return f"browser page {self.page_path}"
+
+    @property
+    def url(self) -> str | None:
+        """The page's URL while it is served."""
+        if self._server is None:
+            return None
+        if self.page_path is None:
+            return f"{self._server.url}{KIT_PREFIX}{NATIVE_PAGES[self._native]}"
+        return f"{self._server.url}/{self.page_path.name}"
+
+    def notes(self) -> tuple[str, ...]:
+        """The page's console lines and errors, and the kit's notes, in order."""
+        return tuple(self._notes)
+
+    def diagnostics(self) -> str:
+        state = "failed" if self._failure else ("open" if self._page is not None else "not open")
+        return f"{self._who}: {state}{self._tail()}"
+
+    def _tail(self) -> str:
+        lines = list(self._notes)[-TAIL_IN_MESSAGES:]
+        if not lines:
+            return "\n  (nothing on the page's console)"
+        return "\nlast console lines:\n" + "\n".join(f"  | {line}" for line in lines)
+
+    # -- the adapter contract --------------------------------------------------------
+    async def start(self) -> Self:
+        """Open the page and shake hands; idempotent.
+
+        Raises:
+            HarnessError: no browser, the page does not load, defines no
+                ``window.streamcheck`` or answers ``hello()`` wrongly, within
+                ``hello_timeout`` (everything opened is closed again).
+        """
+        async with self._start_lock:
+            if self._closed:
+                raise HarnessError(f"{self._who}: the adapter is closed")
+            if self._host is None and self._failure is None:
+                self._loop = asyncio.get_running_loop()
+                try:
+                    await self._launch()
+                except BaseException:
+                    await self._teardown()
+                    raise
+            self._check_usable()
+        return self
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        await self.start()
+        await self._request({"cmd": "configure", "policy": policy_to_dict(policy)}, "configured")
+        self._policy = policy
+
+    async def reset(self) -> None:
+        """A fresh context and page, configured again, then the page's own ``reset``.
+
+        A context keeps its idle keep-alive connections: the next case's first request
+        would reuse one to the proxy opened before the case began, and a fault scripted
+        for the case's first connection would never meet it. A fresh context has none,
+        as a fresh client of any other kind (costs some 60 ms a case; docs/browser.md).
+        """
+        await self.start()
+        await self._on_host(self._reopen(), self.hello_timeout, "reopening the page")
+        if self._policy is not None:
+            command = {"cmd": "configure", "policy": policy_to_dict(self._policy)}
+            await self._request(command, "configured")
+        await self._request({"cmd": "reset"}, "reset")
+        self._finished.clear()
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
+        """Run one stream until the page reports ``done`` or ``error`` for it, or
+        delivers its ``cancel_after``-th chunk; cancelling the task sends ``cancel``."""
+        await self.start()
+        assert self._loop is not None
+        sid = request.stream
+        entry = OpenStream(sink, self._loop.create_future(), request.request.cancel_after)
+        with self._lock:
+            if sid in self._streams:
+                raise HarnessError(f"{self._who}: stream {sid!r} is already open")
+            self._streams[sid] = entry
+        self._finished.discard(sid)
+        try:
+            await self._send(stream_command(request))
+            await entry.ended
+        except asyncio.CancelledError:
+            if not entry.over and self._failure is None:
+                self._send_nowait({"cmd": "cancel", "stream": sid})
+            raise
+        finally:
+            with self._lock:
+                self._streams.pop(sid, None)
+                self._finished.add(sid)
+
+    async def offline(self) -> None:
+        """The context's network goes away: the page gets its real ``offline`` event."""
+        await self._set_offline(True)
+
+    async def online(self) -> None:
+        await self._set_offline(False)
+
+    async def evaluate(self, expression: str) -> Any:
+        """Evaluate a JavaScript expression in the page (for tests and debugging)."""
+        await self.start()
+        assert self._page is not None
+        return await self._on_host(
+            self._page.evaluate(expression), self.command_timeout, "evaluating"
+        )
+
+    async def aclose(self) -> None:
+        """Ask the page to shut down, close its context and server; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._start_lock:
+            if self._page is not None and self._failure is None:
+                self._send_nowait({"cmd": "shutdown"})
+            self._resolve_all(f"{self._who}: the adapter was closed")
+            await self._teardown()
+
+    # -- opening and closing ---------------------------------------------------------
+    async def _launch(self) -> None:
+        executable = self._executable or _browser_host.find_chromium()
+        host = self._host = _browser_host.acquire(executable)
+        await host.ready()
+        root = self.page_path.parent if self.page_path is not None else None
+        self._server = await asyncio.to_thread(PageServer, root)
+        try:
+            reply = await self._on_host(self._open(), self.hello_timeout, "opening the page")
+        except _TimedOut:
+            raise HarnessError(
+                f"{self._who}: gave up {self._doing} after {self.hello_timeout:.1f}s{self._tail()}"
+            ) from None
+        try:
+            info, unknown = parse_hello(reply, self._default_name())
+        except ProtocolError as exc:
+            raise HarnessError(f"{self._who} broke the protocol: {exc}{self._tail()}") from None
+        for name in unknown:
+            self._notes.append(f"[kit] ignored the unknown capability {name!r}")
+        self._info = info
+
+    def _default_name(self) -> str:
+        return self.page_path.name if self.page_path is not None else self._native
+
+    async def _open(self) -> dict[str, Any]:
+        """On the host's loop: context, bindings, page, load, ``hello()``."""
+        assert self._host is not None
+        assert self._host.browser is not None
+        context = self._context = await self._host.browser.new_context()
+        await context.expose_binding("streamcheckEmit", self._on_emit)
+        await context.expose_binding("__streamcheckFault", self._on_fault)
+        page = self._page = await context.new_page()
+        page.on("console", lambda m: self._notes.append(f"[console.{m.type}] {m.text}"))
+        page.on("pageerror", lambda e: self._notes.append(f"[page error] {e}"))
+        page.on("crash", lambda _: self._breach("crashed (the renderer process died)"))
+        url = self.url
+        assert url is not None
+        self._doing = doing = f"loading {url}"
+        try:
+            response = await page.goto(url, wait_until="load")
+            if response is None or response.status != 200:
+                status = "no response" if response is None else f"HTTP {response.status}"
+                raise HarnessError(f"{self._who}: {url} answered {status}{self._tail()}")
+            self._doing = doing = "waiting for the page to define window.streamcheck"
+            self._doing += " = {hello(), command(cmd)}"
+            await page.wait_for_function(_DEFINED, polling=50)
+            self._doing = doing = "waiting for window.streamcheck.hello() to return"
+            reply = await page.evaluate("() => window.streamcheck.hello()")
+        except HarnessError:
+            raise
+        except Exception as exc:  # Playwright's Error: the page threw, or went away
+            raise HarnessError(f"{self._who}: failed {doing}: {_first_line(exc)}") from None
+        try:
+            hello = check_event(reply)
+        except ProtocolError as exc:
+            raise HarnessError(f"{self._who}: hello() returned {_quote(reply)}: {exc}") from None
+        if hello["type"] != "hello":
+            raise HarnessError(f"{self._who}: hello() returned a {hello['type']!r} object")
+        return hello
+
+    async def _reopen(self) -> None:
+        """On the host's loop: close the context, open a fresh one and its page."""
+        if self._context is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._context.close(), CLOSE_GRACE)
+        await self._open()
+
+    async def _teardown(self) -> None:
+        context, self._context, self._page = self._context, None, None
+        host, self._host = self._host, None
+        server, self._server = self._server, None
+        if context is not None and host is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(host.call(context.close()), CLOSE_GRACE)
+        if server is not None:
+            await asyncio.to_thread(server.close)
+        if host is not None:
+            await asyncio.to_thread(_browser_host.release, host)
+
+    async def _on_host(self, coro: Coroutine[Any, Any, T], timeout: float, doing: str) -> T:
+        assert self._host is not None
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._host.call(coro)
+        except TimeoutError:
+            raise _TimedOut(
+                f"{self._who}: did not finish {doing} within {timeout:.1f}s{self._tail()}"
+            ) from None
+
+    # -- commands --------------------------------------------------------------------
+    async def _request(self, command: Mapping[str, Any], reply: Reply) -> dict[str, Any]:
+        assert self._loop is not None
+        waiter: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._replies[reply].append(waiter)
+        try:
+            await self._send(command)
+            async with asyncio.timeout(self.command_timeout):
+                return await waiter
+        except TimeoutError:
+            reason = f"did not answer `{command['cmd']}` within {self.command_timeout:.1f}s"
+            self._fail(reason)
+            raise HarnessError(self._failure or reason) from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self._replies[reply].remove(waiter)
+
+    async def _send(self, command: Mapping[str, Any]) -> None:
+        self._check_usable()
+        fault = await self._on_host(
+            self._evaluate(command), self.command_timeout, f"sending `{command['cmd']}`"
+        )
+        if fault is not None:
+            self._fail(f"threw from streamcheck.command({{cmd: {command['cmd']!r}}}): {fault}")
+            self._check_usable()
+
+    def _send_nowait(self, command: Mapping[str, Any]) -> None:
+        if self._host is not None and self._page is not None:
+            self._host.submit(_quietly(self._evaluate(command)))
+
+    async def _evaluate(self, command: Mapping[str, Any]) -> str | None:
+        assert self._page is not None
+        result: str | None = await self._page.evaluate(_SEND, dict(command))
+        return result
+
+    async def _set_offline(self, offline: bool) -> None:
+        await self.start()
+        assert self._context is not None
+        await self._on_host(
+            self._context.set_offline(offline), self.command_timeout, "switching the network"
+        )
+
+    def _check_usable(self) -> None:
+        if self._failure is not None:
+            raise HarnessError(self._failure)
+        if self._closed:
+            raise HarnessError(f"{self._who}: the adapter is closed")
+
+    # -- the page's messages (on the browser's thread) --------------------------------
+    def _on_emit(self, source: Any, message: Any = None) -> None:
+        try:
+            event = check_event(message)
+        except ProtocolError as exc:
+            self._breach(f"broke the protocol: streamcheckEmit({_quote(message)}) {exc}")
+            return
+        kind = event["type"]
+        if kind in REPLIES:
+            self._soon(self._hand_reply, kind, event, self._notes.append)
+            return
+        sid = event.get("stream")
+        with self._lock:
+            entry = self._streams.get(sid) if isinstance(sid, str) else None
+        if entry is None:
+            self._note_stray(event, self._notes.append)
+            return
+        try:
+            # Stamped here, as the call arrives: no hop to the adapter's loop first.
+            over = deliver(entry.sink, event) or entry.consumer_stopped()
+        except StreamCancelled:
+            return
+        except ProtocolError as exc:
+            self._breach(f"broke the protocol: streamcheckEmit({_quote(message)}): {exc}")
+            return
+        if over and not entry.over:
+            entry.over = True
+            self._soon(_settle, entry.ended)
+
+    def _on_fault(self, source: Any, command: Any = None, error: Any = None) -> None:
+        self._breach(f"rejected the promise of streamcheck.command({{cmd: {command!r}}}): {error}")
+
+    def _breach(self, reason: str) -> None:
+        """From the browser's thread: the page can no longer be trusted."""
+        self._soon(self._fail, reason)
+
+    def _soon(self, callback: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(callback, *args)
+
+    # -- on the adapter's loop -------------------------------------------------------
+    def _fail(self, reason: str) -> None:
+        """The first breach wins: every waiter fails with it, the page is closed."""
+        if self._failure is not None or self._closed:
+            return
+        self._failure = f"{self._who} {reason}{self._waiting_for()}{self._tail()}"
+        self._resolve_all(self._failure)
+        context, host = self._context, self._host
+        if context is not None and host is not None:
+            host.submit(_quietly(context.close()))
+
+    def __repr__(self) -> str:
+        return f"<BrowserAdapter {self.diagnostics().splitlines()[0]}>"
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _quietly(coro: Coroutine[Any, Any, Any]) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(coro, CLOSE_GRACE)
+
+
+def _quote(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "..."
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+assert PROTOCOL_VERSION == 1  # the page contract is protocol v1's messages

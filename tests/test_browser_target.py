@@ -1,0 +1,333 @@
+"""The browser target: a client page in the distribution's headless Chromium, driven
+through the adapter contract (docs/browser.md). Real parts only: Chromium, the kit's
+page server, a FakeServer; without Chromium or Playwright every browser test skips."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+from browser_support import (
+    PAGES,
+    LoopThread,
+    browser_processes,
+    need_chromium,
+    open_stream,
+)
+
+from conformance._evidence import DeliveryLog
+from conformance._runner import HarnessError
+from conformance.reference import ClientPolicy
+from fake_servers import FakeServer, now, stream
+from pytest_streamcheck import _browser_host
+from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck._targets import TargetError, load_target
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_browser() -> Iterator[None]:
+    """One Chromium for the module's tests (each adapter still has its own context):
+    a browser launched per test costs seconds on a loaded machine."""
+    try:
+        host = _browser_host.acquire(_browser_host.find_chromium())
+    except _browser_host.BrowserMissing:
+        yield
+        return
+    host.wait_launched()  # its threads start now, not during the first test
+    yield
+    _browser_host.release(host)
+
+
+@pytest.fixture
+def lane() -> Iterator[LoopThread]:
+    need_chromium()
+    thread = LoopThread()
+    yield thread
+    thread.close()
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as running:
+        yield running
+
+
+def _started(lane: LoopThread, page: str | None, **options: float) -> BrowserAdapter:
+    adapter = BrowserAdapter(PAGES / page if page else None, **options)
+    lane.run(adapter.start())
+    return adapter
+
+
+# -- resolving the target ---------------------------------------------------------------
+
+
+def test_the_target_resolves_a_page_and_the_native_eventsource() -> None:
+    need_chromium()
+    assert callable(load_target(f"browser:{PAGES / 'tiny.html'}"))
+    adapter = load_target("browser:eventsource")()
+    assert isinstance(adapter, BrowserAdapter)
+    assert adapter.page_path is None
+
+
+def test_a_missing_page_is_a_usage_error_naming_it(tmp_path) -> None:
+    missing = tmp_path / "nope.html"
+    with pytest.raises(TargetError, match=r"no such page .*nope\.html"):
+        load_target(f"browser:{missing}")
+    with pytest.raises(TargetError, match="needs an HTML page"):
+        load_target("browser:")
+
+
+def test_no_chromium_says_how_to_get_one(monkeypatch) -> None:
+    monkeypatch.setenv("STREAMCHECK_CHROMIUM", "/nonexistent/chromium")
+    with pytest.raises(TargetError, match="STREAMCHECK_CHROMIUM"):
+        load_target("browser:eventsource")
+    monkeypatch.delenv("STREAMCHECK_CHROMIUM")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(TargetError, match="apt-get install chromium"):
+        load_target("browser:eventsource")
+
+
+# -- the handshake and commands -------------------------------------------------------------
+
+
+def test_hello_configure_and_reset_round_trip(lane) -> None:
+    adapter = _started(lane, "tiny.html")
+    try:
+        assert adapter.info.name == "tiny"
+        assert adapter.info.capabilities == {"get"}
+        lane.run(adapter.configure(ClientPolicy()))
+        lane.run(adapter.reset())
+        lane.run(adapter.reset())
+    finally:
+        lane.run(adapter.aclose())
+
+
+def test_the_native_page_declares_its_profile(lane) -> None:
+    adapter = _started(lane, None)
+    try:
+        info = adapter.info
+        assert info.name == "chromium-eventsource"
+        assert info.profile == "html-eventsource"
+        assert info.capabilities == {"get", "resume"}
+        assert info.version[0].isdigit()
+    finally:
+        lane.run(adapter.aclose())
+
+
+@pytest.mark.parametrize("page", ["tiny.html", None], ids=["tiny", "native"])
+def test_a_stream_against_a_fake_server(lane, server, page) -> None:
+    server.script("/v1/stream", stream(events=4))
+    adapter = _started(lane, page)
+    log = DeliveryLog()
+    try:
+        lane.run(adapter.reset())
+        lane.run(adapter.stream(*open_stream(server.url, log)), timeout=10)
+    finally:
+        lane.run(adapter.aclose())
+    (attempt,) = server.ledger.attempts()
+    chunks = [d for d in log.all() if d.kind == "chunk"]
+    sent = [e for e in attempt.events if e.kind == "data"]
+    assert [c.data for c in chunks] == [e.data for e in sent]
+    assert log.all()[-1].kind == "done"
+    assert attempt.header("accept") == "text/event-stream"
+
+
+def test_cancel_closes_the_stream(lane, server) -> None:
+    server.script("/v1/stream", stream(events=50, gap=0.05))
+    adapter = _started(lane, None)
+    log = DeliveryLog()
+    try:
+        lane.run(adapter.reset())
+        lane.run(adapter.stream(*open_stream(server.url, log, cancel_after=2)), timeout=10)
+        deadline = time.monotonic() + 5
+        while not all(a.finished for a in server.ledger.attempts()):
+            assert time.monotonic() < deadline, "the server still streams after the cancel"
+            time.sleep(0.05)
+    finally:
+        lane.run(adapter.aclose())
+    (attempt,) = server.ledger.attempts()
+    assert attempt.end == "client_closed"
+    assert sum(d.kind == "chunk" for d in log.all()) == 2
+
+
+# -- offline and online are the browser's own ----------------------------------------------
+
+
+def test_offline_fires_the_real_events_and_no_request_leaves(lane, server) -> None:
+    server.script("/v1/stream", stream(events=3))
+    adapter = _started(lane, "tiny.html")
+    log = DeliveryLog()
+    try:
+        lane.run(adapter.reset())
+        lane.run(adapter.offline())
+        assert lane.run(adapter.evaluate("navigator.onLine")) is False
+        request, sink = open_stream(server.url, log)
+        future = asyncio.run_coroutine_threadsafe(adapter.stream(request, sink), lane.loop)
+        time.sleep(1.0)
+        assert server.ledger.attempts() == ()  # the page's EventSource failed offline
+        assert any(d.state == "retrying" for d in log.all())
+        back = now()
+        lane.run(adapter.online())
+        future.result(10)  # EventSource reconnects (3 s) and completes
+        network = lane.run(adapter.evaluate("window.network"))
+        assert network == [["offline", False], ["online", True]]
+    finally:
+        lane.run(adapter.aclose())
+    assert [a.arrived_at >= back for a in server.ledger.attempts()] == [True]
+    assert log.all()[-1].kind == "done"
+
+
+def test_offline_is_per_adapter(server) -> None:
+    need_chromium()
+    lanes = [LoopThread(), LoopThread()]
+    adapters = [_started(lane, "tiny.html") for lane in lanes]
+    try:
+        lanes[0].run(adapters[0].offline())
+        assert lanes[0].run(adapters[0].evaluate("navigator.onLine")) is False
+        assert lanes[1].run(adapters[1].evaluate("navigator.onLine")) is True
+        # One browser serves both lanes.
+        browsers = [p for p in browser_processes() if "--type=" not in _cmdline(p)]
+        assert len([p for p in browsers if "chrom" in _cmdline(p)]) == 1, browsers
+    finally:
+        for lane, adapter in zip(lanes, adapters, strict=True):
+            lane.run(adapter.aclose())
+            lane.close()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+# -- pages that break ------------------------------------------------------------------------
+
+
+LIMIT = 4.0  # seconds to open a page: a page that loads takes under 1 s, even loaded
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        ("none.html", r"gave up waiting for the page to define window\.streamcheck"),
+        ("throws.html", r"(?s)gave up waiting .*boom while loading"),
+        ("hangs.html", r"gave up loading http://127\.0\.0\.1:\d+/hangs\.html"),
+        ("old_protocol.html", r"protocol 2; the kit speaks protocol 1"),
+    ],
+)
+def test_a_broken_page_is_a_clear_error_in_bounded_time(lane, page, message) -> None:
+    adapter = BrowserAdapter(PAGES / page, hello_timeout=LIMIT)
+    started = time.monotonic()
+    with pytest.raises(HarnessError, match=message):
+        lane.run(adapter.start())
+    assert time.monotonic() - started < LIMIT + 10.0  # its limit, and a loaded machine's slack
+    lane.run(adapter.aclose())
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        ("bad_command.html", r"threw from streamcheck\.command\(\{cmd: 'reset'\}\).*cannot reset"),
+        ("bad_emit.html", r"unknown type 'bogus'"),
+    ],
+)
+def test_a_page_that_breaks_the_protocol_is_a_harness_error(lane, page, message) -> None:
+    adapter = _started(lane, page, command_timeout=2.0)
+    try:
+        with pytest.raises(HarnessError, match=message):
+            lane.run(adapter.reset())
+        with pytest.raises(HarnessError, match=message):  # and stays broken
+            lane.run(adapter.reset())
+    finally:
+        lane.run(adapter.aclose())
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+def _in_a_child(body: str) -> subprocess.Popen[str]:
+    """A Python process with the tests' helpers importable, running ``body``."""
+    script = "import asyncio, sys, time\nsys.path.insert(0, sys.argv[1])\n" + body
+    tests = os.path.dirname(__file__)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, tests], stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_closing_the_last_adapter_leaves_no_browser() -> None:
+    need_chromium()
+    child = _in_a_child(
+        textwrap.dedent(
+            """
+            from browser_support import browser_processes
+            from pytest_streamcheck._browser import BrowserAdapter
+
+            async def main():
+                adapter = BrowserAdapter(None)
+                await adapter.start()
+                print(len(browser_processes()), flush=True)
+                await adapter.aclose()
+                deadline = time.monotonic() + 10
+                while browser_processes() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                print(sorted(browser_processes()), flush=True)
+
+            asyncio.run(main())
+            """
+        )
+    )
+    out, _ = child.communicate(timeout=60)
+    running, left = out.splitlines()
+    assert int(running) >= 2  # the driver and Chromium, at least
+    assert left == "[]"
+
+
+def test_a_killed_python_leaves_no_browser() -> None:
+    need_chromium()
+    script = textwrap.dedent(
+        """
+        from browser_support import browser_processes
+        from pytest_streamcheck._browser import BrowserAdapter
+
+        async def main():
+            await BrowserAdapter(None).start()
+            print(" ".join(map(str, sorted(browser_processes()))), flush=True)
+            await asyncio.sleep(60)
+
+        asyncio.run(main())
+        """
+    )
+    child = _in_a_child(script)
+    try:
+        assert child.stdout is not None
+        pids = [int(p) for p in child.stdout.readline().split()]
+        assert pids, "the child started no browser"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        if child.stdout is not None:
+            child.stdout.close()
+    deadline = time.monotonic() + 15
+    while alive := [p for p in pids if _alive(p)]:
+        assert time.monotonic() < deadline, f"left running after SIGKILL: {alive}"
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
