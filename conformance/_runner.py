@@ -41,12 +41,14 @@ from fake_servers._noise import LagProbe
 
 __all__ = [
     "DEFAULT_PROFILES",
+    "SKIPS",
     "CaseResult",
     "Gate",
     "HarnessError",
     "LoopBlocked",
     "RejudgeBudget",
     "Rejudged",
+    "SkipKind",
     "Solo",
     "SuiteRunner",
     "run_suite",
@@ -82,6 +84,17 @@ DEFAULT_PROFILES = ("seed-eventsource", "seed-fetch")
 
 
 CASE_TIMEOUT = 60.0  # seconds one case may take before it is an ERROR
+
+# Why a case was not played (UNSUPPORTED), and whether its rule applies to the client:
+# a missing capability or a policy the client cannot take leaves an applicable rule
+# unjudged; a transport no profile covers, or a rule the profile excludes, does not apply.
+SkipKind = Literal["capability", "untunable", "transport", "profile"]
+SKIPS: dict[SkipKind, bool] = {  # kind -> the rule applies (it went unjudged)
+    "capability": True,
+    "untunable": True,
+    "transport": False,
+    "profile": False,
+}
 
 
 class RunSettings(TypedDict, total=False):
@@ -126,6 +139,7 @@ class CaseResult:
     duration: float = 0.0
     factor: float = 1.0  # the scale the verdict was judged at, against the profile's timing
     rejudged: tuple[Rejudged, ...] = ()  # the undecidable tries before it
+    skip: SkipKind | None = None  # why UNSUPPORTED
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -134,6 +148,7 @@ class CaseResult:
             "profile": self.profile,
             "timing": self.timing,
             "reason": self.reason,
+            "skip": self.skip,
             "duration": round(self.duration, 4),
             "factor": self.factor,
             "rejudged": [r.to_json() for r in self.rejudged],
@@ -524,14 +539,16 @@ class SuiteRunner:
     def run(self, case: Case) -> CaseResult:
         started = now()
         profile = self.profile_for(case.transport)
-        result = self._skip_reason(case, profile)
-        if result is not None:
+        skipped = self._skip_reason(case, profile)
+        if skipped is not None:
+            kind, reason = skipped
             return CaseResult(
                 case,
                 Verdict.UNSUPPORTED,
                 profile.key if profile else None,
                 self.timing,
-                reason=result,
+                reason=reason,
+                skip=kind,
             )
         assert profile is not None
         if self._unusable is not None:
@@ -603,18 +620,18 @@ class SuiteRunner:
             policy = case.tune(policy)
         return policy if factor == 1.0 else policy.scaled(factor)
 
-    def _skip_reason(self, case: Case, profile: Profile | None) -> str | None:
+    def _skip_reason(self, case: Case, profile: Profile | None) -> tuple[SkipKind, str] | None:
         missing = sorted(case.needs - self.info.capabilities)
         if missing:
-            return f"the client lacks the capability {', '.join(missing)}"
+            return "capability", f"the client lacks the capability {', '.join(missing)}"
         if profile is None:
             names = ", ".join(p.key for p in self.profiles)
-            return f"no profile in this run covers {case.transport.upper()} ({names})"
+            return "transport", f"no profile in this run covers {case.transport.upper()} ({names})"
         configurable = "configurable" in self.info.capabilities
         if case.tune is not None and not case.tune_optional and not configurable:
-            return "the case runs a tuned policy and the client cannot be configured"
+            return "untunable", "the case runs a tuned policy and the client cannot be configured"
         reason = case.applies(profile.at(self.timing), case.transport)
-        return f"not applicable to {profile.key}: {reason}" if reason else None
+        return ("profile", f"not applicable to {profile.key}: {reason}") if reason else None
 
     def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence]:
         ctx_holder: list[_Context] = []

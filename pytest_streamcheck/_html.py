@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from conformance._coverage import coverage
 from pytest_streamcheck._figures import judged_figure, timeline
 
 __all__ = ["render_html"]
@@ -22,7 +23,6 @@ __all__ = ["render_html"]
 VERDICT_ORDER = ("FAIL", "ERROR", "INCONCLUSIVE", "NON-STRICT", "PASS", "UNSUPPORTED")
 ATTENTION = frozenset({"FAIL", "ERROR", "INCONCLUSIVE", "NON-STRICT"})
 OPENED = frozenset({"FAIL", "ERROR", "INCONCLUSIVE"})
-JUDGED = frozenset({"PASS", "FAIL", "NON-STRICT"})  # a verdict on the client was reached
 MEANING = {
     "PASS": "the requirement held",
     "FAIL": "a MUST was not met",
@@ -97,7 +97,7 @@ def _headline(report: dict[str, Any], cases: Sequence[dict[str, Any]], name: str
         f"<div class='headline {'good' if ok else 'bad'}' id='headline'>"
         f"<span class='verdict'>{verdict}</span>"
         f"<span class='why'>{_e(bad or _lax(report, counts))}</span>{_worst(cases)}</div>"
-        f"<p class='coverage' id='coverage'>{_coverage(counts, len(cases))}</p>"
+        f"<p class='coverage' id='coverage'>{_coverage(report, cases)}</p>"
         f"{_bar(counts, len(cases))}"
         "</header>"
     )
@@ -140,17 +140,17 @@ def _meta(report: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _coverage(counts: Counter[str], total: int) -> str:
-    judged = sum(counts[v] for v in JUDGED)
-    applicable = total - counts["UNSUPPORTED"]
-    unjudged = applicable - judged
+def _coverage(report: dict[str, Any], cases: Sequence[dict[str, Any]]) -> str:
+    """The report's coverage (a report without one: its cases, as the whole catalog)."""
+    got = report.get("coverage")
+    if not isinstance(got, dict):
+        got = coverage(cases, {str(c["id"]): str(c["area"]) for c in cases}).to_json()
     text = (
-        f"Judged <b>{judged}</b> of <b>{applicable}</b> applicable cases "
-        f"({total} run, {counts['UNSUPPORTED']} unsupported)"
+        f"Judged <b>{got['judged']}</b> of <b>{got['applicable']}</b> applicable cases "
+        f"({got['selected']} of the catalog's {got['total']} selected)"
     )
-    if unjudged:
-        text += f"; <b>{unjudged}</b> applicable but not judged (error or inconclusive)"
-    return text + "."
+    why = got.get("why_not") or []
+    return text + (f"; not conformant: {_e('; '.join(why))}" if why else "") + "."
 
 
 def _bar(counts: Counter[str], total: int) -> str:

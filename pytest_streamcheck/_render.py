@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from conformance._coverage import AreaGrade, Coverage
 from conformance._runner import CaseResult
 
 __all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
@@ -67,11 +68,16 @@ def _clip(line: str) -> str:
 
 
 def render_summary(
-    results: Iterable[Mapping[str, Any]], header: str, *, known: bool = False
+    results: Iterable[Mapping[str, Any]],
+    header: str,
+    *,
+    known: bool = False,
+    covered: Coverage | None = None,
 ) -> list[str]:
     """Rows for the terminal: per area, the count of each verdict; with ``known`` (a
     known-failures file is in use) the listed cases are counted apart: KNOWN (out of
-    FAIL and NON-STRICT, as the exit code does) and STALE (out of PASS)."""
+    FAIL and NON-STRICT, as the exit code does) and STALE (out of PASS). With
+    ``covered``: each area's judged/applicable and grade, and the coverage headline."""
     columns = (*VERDICTS, KNOWN, STALE) if known else VERDICTS
     by_area: dict[str, Counter[str]] = {}
     total: Counter[str] = Counter()
@@ -80,12 +86,21 @@ def render_summary(
         by_area.setdefault(r["area"], Counter())[column] += 1
         total[column] += 1
     width = max([len(a) for a in by_area] + [5])
+    grades = {a.area: a for a in covered.areas} if covered else {}
     head = f"{'area':<{width}}  " + "  ".join(f"{v:>12}" for v in columns)
-    rows = [header, head]
+    rows = [header, head + ("  judged/appl grade" if covered else "")]
     for area, counts in by_area.items():
-        rows.append(f"{area:<{width}}  " + "  ".join(f"{counts[v]:>12}" for v in columns))
-    rows.append(f"{'total':<{width}}  " + "  ".join(f"{total[v]:>12}" for v in columns))
-    return rows
+        line = f"{area:<{width}}  " + "  ".join(f"{counts[v]:>12}" for v in columns)
+        grade = grades.get(area)
+        rows.append(line + (f"  {_judged(grade)} {grade.grade}" if grade else ""))
+    line = f"{'total':<{width}}  " + "  ".join(f"{total[v]:>12}" for v in columns)
+    if covered is None:
+        return [*rows, line]
+    return [*rows, f"{line}  {_judged(covered)}".rstrip(), covered.headline()]
+
+
+def _judged(counted: Coverage | AreaGrade) -> str:
+    return f"{counted.judged:>6}/{counted.applicable:<4}"
 
 
 def column_of(row: Mapping[str, Any]) -> str:

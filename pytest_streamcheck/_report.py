@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from conformance._case import Verdict, catalog_key
+from conformance._coverage import Coverage, coverage
 from pytest_streamcheck import __version__
 from pytest_streamcheck._llm import VERDICT_ROW_KEY
 from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
@@ -185,7 +186,8 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
         f"client {client.get('name', s.target)} {client.get('version', '')}; "
         f"profiles {', '.join(p.key for p in state.profiles)}; seed {s.seed}"
     )
-    lines = render_summary(rows, header, known=bool(state.known.entries))
+    covered = run_coverage(rows, state)
+    lines = render_summary(rows, header, known=bool(state.known.entries), covered=covered)
     lax = [r for r in rows if r["verdict"] == "NON-STRICT" and not r.get("known_failure")]
     if lax and not s.strict:
         lines.append("NON-STRICT (a SHOULD missed; fails only with --streamcheck-strict):")
@@ -242,6 +244,12 @@ def _stale_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> l
     return [head, *(f"  {r['id']} {r['title']}: {r['known_failure']}" for r in stale)]
 
 
+def run_coverage(rows: Iterable[dict[str, Any]], state: StreamcheckSession) -> Coverage:
+    """What the run judged against the whole catalog (conformance._coverage)."""
+    catalog = {case.id: case.area for case in state.cases}
+    return coverage(rows, catalog, strict=state.settings.strict)
+
+
 def build_report(
     rows: Iterable[dict[str, Any]], state: StreamcheckSession, duration: float
 ) -> dict[str, Any]:
@@ -249,16 +257,7 @@ def build_report(
     s = state.settings
     client = next((r.get("client") for r in rows if r.get("client")), None) or {"name": s.target}
     counts = Counter(r["verdict"] for r in rows)
-    # A run that judged nothing (every case UNSUPPORTED, or none selected) shows no
-    # conformance at all: it is never reported as conformant.
-    judged = counts["PASS"] + counts["FAIL"] + counts["NON-STRICT"]
-    conformant = (
-        judged > 0
-        and counts["FAIL"] == 0
-        and counts["ERROR"] == 0
-        and counts["INCONCLUSIVE"] == 0
-        and (not s.strict or counts["NON-STRICT"] == 0)
-    )
+    covered = run_coverage(rows, state)
     return {
         "schema": SCHEMA,
         "kit": {"name": "pytest-streamcheck", "version": __version__},
@@ -276,7 +275,9 @@ def build_report(
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duration": round(duration, 3),
         "summary": {v: counts[v] for v in VERDICTS},
-        "conformant": conformant,
+        "conformant": covered.conformant,
+        "coverage": covered.to_json(),
+        "selection": state.selection(),
         "known_failures": {
             "file": str(s.known_failures) if s.known_failures else None,
             "xfailed": [r["id"] for r in rows if column_of(r) == KNOWN],

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from conformance._case import Case, all_cases
+from conformance._case import Case, all_cases, catalog_key
 from conformance._lanes import Lanes
 from conformance._profiles import Profile, get_profile
 from conformance._runner import DEFAULT_PROFILES, CaseResult
@@ -25,6 +26,8 @@ class StreamcheckSession:
         self.factory = load_target(settings.target, seed=settings.seed)
         self.results: list[CaseResult] = []
         self.selected: frozenset[str] | None = None  # ids named as streamcheck::ID
+        self.keyword: str | None = None  # -k, -m: how the run chose its cases
+        self.markexpr: str | None = None
         s = settings
         self.lanes = Lanes(
             self.factory,
@@ -51,6 +54,11 @@ class StreamcheckSession:
         if self.settings.profiles is not None:
             return self.settings.profiles
         return self.lanes.profiles or tuple(get_profile(n) for n in DEFAULT_PROFILES)
+
+    def selection(self) -> dict[str, Any]:
+        """How the run chose its cases, for the report (none of them: the whole catalog)."""
+        ids = sorted(self.selected, key=catalog_key) if self.selected else None
+        return {"ids": ids, "keyword": self.keyword, "markexpr": self.markexpr}
 
     def record(self, result: CaseResult) -> None:
         self.results.append(result)

@@ -62,6 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in marker_lines(state.cases):
         config.addinivalue_line("markers", line)
     state.selected = take_case_args(config)  # streamcheck::SC-AREA-N on the command line
+    state.keyword = config.option.keyword or None
+    state.markexpr = config.option.markexpr or None
     reporter = Reporter(state, verdicts=verdicts, path=report_path(config))
     config.pluginmanager.register(reporter, "streamcheck-reporter")
     config.pluginmanager.register(JunitFields(config), "streamcheck-junit")
@@ -71,9 +73,13 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return None
+    from pytest_streamcheck._settings import DEFAULT_PROFILES
+
     s = state.settings
     profiles = (
-        ", ".join(p.key for p in s.profiles) if s.profiles else "the client's, else the defaults"
+        ", ".join(p.key for p in s.profiles)
+        if s.profiles
+        else f"the client's, else {DEFAULT_PROFILES.replace(',', ', ')}"
     )
     return f"streamcheck: target={s.target} profiles={profiles} seed={s.seed}"
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, SEED_ENV, only
 
+from conformance._case import all_cases
 from pytest_streamcheck._html import render_html
 
 TESTS = Path(__file__).parent
@@ -112,7 +113,11 @@ def test_the_headline_gives_the_verdict_and_coverage(page: Any) -> None:
     assert "1 FAIL" in headline.inner_text()
     assert headline.locator(f"a[href='#{FAILING}']").is_visible()
     coverage = page.locator("#coverage").inner_text()
-    assert "Judged 5 of 5 applicable cases (6 run, 1 unsupported)" in coverage
+    total = len(all_cases())
+    assert f"Judged 5 of 5 applicable cases (6 of the catalog's {total} selected)" in coverage
+    assert f"not conformant: {total - 6} of the catalog's {total} cases not selected; 1 FAIL" in (
+        coverage
+    )
     # The area x verdict table: the failure is counted under its area.
     cell = page.locator("#areas a[data-area='BACKOFF'][data-verdict='FAIL']")
     assert cell.inner_text() == "1"

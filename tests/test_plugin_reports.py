@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from plugin_targets._pytester import prepare, suite
+from plugin_targets._pytester import PLAIN, prepare, suite
 
 import pytest_streamcheck
 
@@ -66,6 +66,29 @@ def test_the_json_report(pytester: pytest.Pytester) -> None:
         "INCONCLUSIVE": 0,
     }
     assert report["conformant"] is False
+    total = len(report["cases"]) + report["coverage"]["total"] - 3
+    assert report["coverage"] == {
+        "total": total,
+        "selected": 3,
+        "applicable": 3,
+        "judged": 3,
+        "skipped": {},
+        "conformant": False,
+        "why_not": [f"{total - 3} of the catalog's {total} cases not selected", "1 FAIL"],
+        "areas": [
+            {
+                "area": "RETRY",
+                "grade": "failing",
+                "judged": 3,
+                "applicable": 3,
+                "selected": 3,
+                "total": report["coverage"]["areas"][0]["total"],
+            }
+        ],
+    }
+    selection = report["selection"]  # the suite() helper selects with -k
+    assert (selection["ids"], selection["markexpr"]) == (None, None)
+    assert selection["keyword"].startswith("(SC-RETRY-1 or SC-RETRY-2 or SC-RETRY-3)")
 
     cases = {c["id"]: c for c in report["cases"]}
     assert set(cases) == set(CASES)
@@ -201,8 +224,32 @@ def test_the_clients_declared_profile_is_judged_and_reported(pytester: pytest.Py
         "--streamcheck-report=report.json",
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*profiles=the client's, else the defaults*"])
+    result.stdout.fnmatch_lines(["*profiles=the client's, else seed-eventsource, seed-fetch *"])
     result.stdout.fnmatch_lines(["*profiles seed-pipeline@1;*"])
     report = _json(pytester, "report.json")
     assert [p["name"] for p in report["profiles"]] == ["seed-pipeline"]
     assert [c["profile"] for c in report["cases"]] == ["seed-pipeline@1"]
+
+
+def test_the_report_records_the_selection_by_id(pytester: pytest.Pytester) -> None:
+    """Cases named as streamcheck::ID are the selection, in catalog order; such a run is
+    never conformant, and the coverage says why."""
+    result = pytester.runpytest(
+        *PLAIN,
+        "--streamcheck=reference",
+        "streamcheck::SC-RETRY-2",
+        "streamcheck::SC-RETRY-1",
+        "--streamcheck-report=report.json",
+    )
+    result.assert_outcomes(passed=2)
+    report = _json(pytester, "report.json")
+    assert report["selection"] == {
+        "ids": ["SC-RETRY-1", "SC-RETRY-2"],
+        "keyword": None,
+        "markexpr": None,
+    }
+    assert report["conformant"] is False
+    assert report["coverage"]["why_not"] == [
+        f"{report['coverage']['total'] - 2} of the catalog's {report['coverage']['total']} "
+        "cases not selected"
+    ]

@@ -77,7 +77,8 @@ def test_header_seed_and_reproduce_line(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "streamcheck: target=reference profiles=seed-eventsource@1, seed-fetch@1 seed=1234",
+            "streamcheck: target=reference profiles=the client's, else seed-eventsource, "
+            "seed-fetch seed=1234",
             "*= streamcheck =*",
             "client streamcheck-reference *; seed 1234",
             "reproduce with --streamcheck-seed=1234",
@@ -142,8 +143,14 @@ def test_a_missing_capability_is_unsupported(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["SKIPPED [[]2[]] *UNSUPPORTED: the client lacks the capability post"]
     )
+    # A missing capability leaves an applicable case unjudged: the grade says so.
     result.stdout.re_match_lines(
-        [r"RETRY\s+1\s+0\s+0\s+1\s+0\s+0$", r"COMMIT\s+0\s+0\s+0\s+1\s+0\s+0$"]
+        [
+            r"RETRY\s+1\s+0\s+0\s+1\s+0\s+0\s+1/2\s+partial$",
+            r"COMMIT\s+0\s+0\s+0\s+1\s+0\s+0\s+0/1\s+not judged$",
+            r"coverage: judged 1 of 3 applicable cases .*; 2 applicable unjudged \(a capability "
+            r"is missing\)$",
+        ]
     )
 
 
@@ -165,7 +172,7 @@ def test_an_adapter_that_raises_is_an_error_and_the_suite_goes_on(
             "SC-RETRY-2: adapter.stream raised RuntimeError: the adapter crashed on purpose",
         ]
     )
-    result.stdout.re_match_lines([r"RETRY\s+1\s+0\s+0\s+0\s+1\s+0$"])
+    result.stdout.re_match_lines([r"RETRY\s+1\s+0\s+0\s+0\s+1\s+0\s+1/2\s+undecided$"])
 
 
 def test_a_hung_adapter_hits_the_time_limit_and_the_suite_goes_on(
