@@ -56,7 +56,7 @@ export function eventSourceTransport(fallback, EventSourceClass = globalThis.Eve
       const { spec } = call;
       const shaped = spec.method === 'GET' && Object.keys(spec.headers).length === 0 && call.lastEventId === '';
       if (!shaped || signal.aborted) return fallback.exchange(call, signal, progress);
-      return listen(new EventSourceClass(spec.url), EventSourceClass.CLOSED, call, signal, progress);
+      return listen(new EventSourceClass(call.url), EventSourceClass.CLOSED, call, signal, progress);
     },
   };
 }

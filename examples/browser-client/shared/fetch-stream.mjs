@@ -18,8 +18,12 @@ export function makeFetchTransport({ networkFailure, init = () => ({}), cacheHea
     async exchange(call, signal, progress) {
       const request = { ...init(), method: call.spec.method, headers: call.requestHeaders({ cacheHeaders }), signal };
       if (call.body) request.body = call.body.bytes;
-      const response = await fetch(call.spec.url, request);
+      const response = await fetch(call.url, request);
       call.headersArrived(progress);
+      // A GET stays a GET through any redirect, so a retry or a resume can go straight where
+      // it led. Which status redirected a POST (303: now a GET; 307: still a POST) fetch
+      // does not say, so a POST's later attempts repeat the original request.
+      if (response.redirected && call.spec.method === 'GET') call.url = response.url;
       return readResponse(call, response, progress);
     },
   };

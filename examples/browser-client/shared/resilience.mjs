@@ -16,7 +16,7 @@
 
 import { makeBreaker } from './breaker.mjs';
 import { RetryState, describe } from './policy.mjs';
-import { SSEDecoder, isTerminal } from './sse.mjs';
+import { SSEDecoder, headerBytes, isTerminal } from './sse.mjs';
 
 const clock = () => performance.now() / 1000;
 const ms = (seconds) => Math.ceil(seconds * 1000); // never early: bounds are checked from below
@@ -137,6 +137,7 @@ class Call {
     this.attemptsMade = 0;
     this.delivered = 0;
     this.lastEventId = spec.lastEventId ?? ''; // the caller's resume point, if any
+    this.url = spec.url; // where the next attempt goes: a transport moves it after a redirect
     this.lastDeliveredId = null;
     this.ended = false;
     this.silent = false;
@@ -248,6 +249,7 @@ class Call {
       gotData: false,
       lastActivity: clock(),
       stalledShown: false,
+      deadline: undefined, // the exact stall deadline, armed when the next check would be late
       replaying: this.lastDeliveredId !== null, // a resume: skip what the consumer already has
     };
     const watch = setInterval(() => this.checkIdle(controller, progress), ms(policy.stall_check_interval));
@@ -265,14 +267,22 @@ class Call {
       return { ...reason, gotData: progress.gotData };
     } finally {
       clearInterval(watch);
+      clearTimeout(progress.deadline);
       clearTimeout(firstChunk);
       controller.abort(CANCELLED); // releases the connection if anything is left of it
       this.attemptController = null;
     }
   }
 
-  /** The stall watchdog: surface "stalled" early, abandon the connection after the timeout. */
+  /**
+   * The stall watchdog: surface "stalled" early, abandon the connection after the timeout.
+   * It runs every check interval; when the timeout falls before the next check, a one-shot
+   * timer checks at the deadline itself, so a loaded event loop's late tick comes out of
+   * the interval's slack rather than past it.
+   */
   checkIdle(controller, progress) {
+    clearTimeout(progress.deadline);
+    progress.deadline = undefined;
     const idle = clock() - progress.lastActivity;
     const what = this.policy.idle_rule === 'data' ? 'data' : 'byte';
     // Surfaced before it is acted on, even when a late check finds it dead at once.
@@ -282,6 +292,8 @@ class Call {
     }
     if (idle > this.policy.stall_timeout) {
       controller.abort({ kind: 'stall', detail: `no ${what} for ${idle.toFixed(3)} s` });
+    } else if (idle + this.policy.stall_check_interval > this.policy.stall_timeout) {
+      progress.deadline = setTimeout(() => this.checkIdle(controller, progress), ms(this.policy.stall_timeout - idle) + 1);
     }
   }
 
@@ -305,7 +317,7 @@ class Call {
    * "no-store" as Fetch sends it, unless the transport has the cache mode add them), the
    * caller's, the body's type, and Last-Event-ID whenever there is one: the caller's on the
    * first request, the stream's later (a stream that cannot resume never reconnects once
-   * ids have arrived).
+   * ids have arrived), UTF-8 encoded as EventSource sends it.
    */
   requestHeaders({ cacheHeaders = true } = {}) {
     const sse = cacheHeaders
@@ -316,7 +328,7 @@ class Call {
       const overridden = Object.keys(this.spec.headers).some((k) => k.toLowerCase() === 'content-type');
       if (!overridden || this.body.contentType.startsWith('multipart/')) headers['content-type'] = this.body.contentType;
     }
-    if (this.lastEventId !== '') headers['last-event-id'] = this.lastEventId;
+    if (this.lastEventId !== '') headers['last-event-id'] = headerBytes(this.lastEventId);
     return headers;
   }
 

@@ -113,3 +113,14 @@ export const TERMINAL_EVENTS = new Set(['done', 'message_stop', 'response.comple
 export function isTerminal(event) {
   return event.data === '[DONE]' || TERMINAL_EVENTS.has(event.type);
 }
+
+/**
+ * A header value that goes on the wire as the UTF-8 bytes of `text` (WHATWG HTML §9.2.4:
+ * Last-Event-ID is the last event ID string, UTF-8 encoded). fetch takes header values as
+ * byte strings, one character per byte: 'é' as such would be the single byte 0xE9.
+ */
+export function headerBytes(text) {
+  let out = '';
+  for (const byte of new TextEncoder().encode(text)) out += String.fromCharCode(byte);
+  return out;
+}

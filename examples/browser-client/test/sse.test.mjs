@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SSEDecoder, isTerminal } from '../shared/sse.mjs';
+import { SSEDecoder, headerBytes, isTerminal } from '../shared/sse.mjs';
 
 const enc = (s) => new TextEncoder().encode(s);
 
@@ -99,4 +99,12 @@ test('terminal events: [DONE], done, message_stop, response.completed', () => {
   assert.ok(isTerminal({ type: 'message', data: '[DONE]' }));
   for (const type of ['done', 'message_stop', 'response.completed']) assert.ok(isTerminal({ type, data: '{}' }));
   assert.ok(!isTerminal({ type: 'message', data: 'DONE' }));
+});
+
+test('a header value carries the UTF-8 bytes of the id, one character per byte', () => {
+  assert.equal(headerBytes('42'), '42');
+  const value = headerBytes('été-²🙂');
+  assert.ok([...value].every((c) => c.charCodeAt(0) <= 0xff));
+  const bytes = Uint8Array.from([...value].map((c) => c.charCodeAt(0)));
+  assert.equal(new TextDecoder().decode(bytes), 'été-²🙂');
 });

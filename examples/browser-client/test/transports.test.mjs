@@ -40,6 +40,7 @@ function fakeCall(spec = {}) {
   return {
     heard,
     spec: { method: 'GET', url: 'http://127.0.0.1:1/s', headers: {}, ...spec },
+    url: spec.url ?? 'http://127.0.0.1:1/s',
     lastEventId: '',
     headersArrived: () => heard.push('headers'),
     bytesArrived: () => heard.push('bytes'),
