@@ -58,7 +58,12 @@ class StreamCancelled(Exception):
 
 
 class StreamSink:
-    """Where an adapter reports what its client handed the consumer, for one stream."""
+    """Where an adapter reports what its client handed the consumer, for one stream.
+
+    Each method stamps the delivery with the kit's clock as it is called; ``at`` (a
+    time on that clock) is for an adapter that knows better when its client handed
+    it over, e.g. the browser adapter, which maps the page's own clock onto the kit's.
+    """
 
     def __init__(self, log: DeliveryLog, stream: str) -> None:
         self._log = log
@@ -77,27 +82,43 @@ class StreamSink:
         if self._cancelled:
             raise StreamCancelled(self._stream)
 
-    def chunk(self, data: str, *, id: str | None = None, event: str | None = None) -> None:
+    def chunk(
+        self,
+        data: str,
+        *,
+        id: str | None = None,
+        event: str | None = None,
+        at: float | None = None,
+    ) -> None:
         self._guard()
         self.chunks += 1
-        self._log.add(self._stream, "chunk", data=data, id=id or None, event=event)
+        self._log.add(self._stream, "chunk", at=at, data=data, id=id or None, event=event)
 
-    def comment(self, text: str) -> None:
+    def comment(self, text: str, *, at: float | None = None) -> None:
         """A comment line's text (after the colon, one leading space removed)."""
         self._guard()
-        self._log.add(self._stream, "comment", data=text)
+        self._log.add(self._stream, "comment", at=at, data=text)
 
-    def state(self, state: str, *, delay: float | None = None, detail: str = "") -> None:
-        self._log.add(self._stream, "state", state=state, delay=delay, detail=detail)
+    def state(
+        self, state: str, *, delay: float | None = None, detail: str = "", at: float | None = None
+    ) -> None:
+        self._log.add(self._stream, "state", at=at, state=state, delay=delay, detail=detail)
 
-    def error(self, kind: ErrorKind, detail: str = "", *, status: int | None = None) -> None:
-        self._log.add(self._stream, "error", error=kind, detail=detail, status=status)
+    def error(
+        self,
+        kind: ErrorKind,
+        detail: str = "",
+        *,
+        status: int | None = None,
+        at: float | None = None,
+    ) -> None:
+        self._log.add(self._stream, "error", at=at, error=kind, detail=detail, status=status)
 
-    def done(self) -> None:
-        self._log.add(self._stream, "done")
+    def done(self, *, at: float | None = None) -> None:
+        self._log.add(self._stream, "done", at=at)
 
-    def log(self, message: str) -> None:
-        self._log.add(self._stream, "log", data=message)
+    def log(self, message: str, *, at: float | None = None) -> None:
+        self._log.add(self._stream, "log", at=at, data=message)
 
 
 @runtime_checkable

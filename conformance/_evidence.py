@@ -82,8 +82,11 @@ class DeliveryLog:
             self._items.append(delivery)
             self._cond.notify_all()
 
-    def add(self, stream: str, kind: DeliveryKind, **fields: Any) -> Delivery:
-        delivery = Delivery(stream=stream, kind=kind, at=now(), **fields)
+    def add(
+        self, stream: str, kind: DeliveryKind, *, at: float | None = None, **fields: Any
+    ) -> Delivery:
+        """Record a delivery stamped ``at`` (default: now, on the kit's clock)."""
+        delivery = Delivery(stream=stream, kind=kind, at=now() if at is None else at, **fields)
         self.record(delivery)
         return delivery
 

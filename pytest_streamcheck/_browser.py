@@ -10,8 +10,10 @@ delivered by ``_exec_protocol``, as an exec client's stdout line is.
 Each adapter has a ``BrowserContext`` and a page of its own in the process's one
 browser (``_browser_host``); offline and online are that context's network emulation,
 so the page sees its real ``offline``/``online`` events and ``navigator.onLine``, and
-its requests fail as on a train. Deliveries are stamped on the kit's clock as the
-binding call reaches Python, on the browser's thread, before anything else waits.
+its requests fail as on a train. Deliveries are stamped when the page emitted them:
+the kit's ``streamcheckEmit`` passes the page's ``performance.now()`` along, mapped
+onto the kit's clock by the page's clock offset (read when the page opens); the binding
+call itself reaches Python a millisecond or (loaded) hundreds later (docs/browser.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
+from fake_servers import now
 from pytest_streamcheck import _browser_host
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
 from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
@@ -63,6 +66,14 @@ _SEND = """cmd => {
     return null;
   } catch (e) { return String((e && e.stack) || e); }
 }"""
+# ``streamcheckEmit`` is the kit's wrapper around the binding: it adds the page's
+# performance.now() at the call, when the client hands its consumer what it reports,
+# so the kit can stamp the delivery then and not when the call reaches Python.
+_EMIT = """Object.defineProperty(window, "streamcheckEmit", {
+  value: (message) => window.__streamcheckEmit(message, performance.now()),
+  writable: false, configurable: false,
+});"""
+PINGS = 15  # page-clock readings per page; the one with the shortest round trip wins
 _DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
   && typeof window.streamcheck.hello === "function"
   && typeof window.streamcheck.command === "function" """
@@ -116,6 +127,8 @@ class BrowserAdapter(Peer):
         self._closed = False
         self._start_lock = asyncio.Lock()
         self._policy: ClientPolicy | None = None  # configured again on every fresh page
+        self._page_offset: float | None = None  # the page's clock minus the kit's
+        self.clock_error = 0.0  # how far off that offset may be, in seconds
         self._doing = "starting"  # the step of opening the page, for a timeout's message
 
     # -- identity --------------------------------------------------------------------
@@ -270,7 +283,8 @@ class BrowserAdapter(Peer):
         assert self._host is not None
         assert self._host.browser is not None
         context = self._context = await self._host.browser.new_context()
-        await context.expose_binding("streamcheckEmit", self._on_emit)
+        await context.expose_binding("__streamcheckEmit", self._on_emit)
+        await context.add_init_script(_EMIT)
         await context.expose_binding("__streamcheckFault", self._on_fault)
         page = self._page = await context.new_page()
         page.on("console", lambda m: self._notes.append(f"[console.{m.type}] {m.text}"))
@@ -289,6 +303,8 @@ class BrowserAdapter(Peer):
             await page.wait_for_function(_DEFINED, polling=50)
             self._doing = doing = "waiting for window.streamcheck.hello() to return"
             reply = await page.evaluate("() => window.streamcheck.hello()")
+            self._doing = "reading the page's clock"
+            self._page_offset = await self._read_clock(page)
         except HarnessError:
             raise
         except Exception as exc:  # Playwright's Error: the page threw, or went away
@@ -300,6 +316,19 @@ class BrowserAdapter(Peer):
         if hello["type"] != "hello":
             raise HarnessError(f"{self._who}: hello() returned a {hello['type']!r} object")
         return hello
+
+    async def _read_clock(self, page: Page) -> float:
+        """The page's clock minus the kit's, in seconds, to within half the shortest
+        round trip of PINGS readings (both are CLOCK_MONOTONIC on Linux: no drift)."""
+        best, rtt = 0.0, float("inf")
+        for _ in range(PINGS):
+            before = now()
+            page_ms = await page.evaluate("performance.now()")
+            after = now()
+            if after - before < rtt:
+                best, rtt = page_ms / 1000 - (before + after) / 2, after - before
+        self.clock_error = rtt / 2
+        return best
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""
@@ -379,7 +408,7 @@ class BrowserAdapter(Peer):
             raise HarnessError(f"{self._who}: the adapter is closed")
 
     # -- the page's messages (on the browser's thread) --------------------------------
-    def _on_emit(self, source: Any, message: Any = None) -> None:
+    def _on_emit(self, source: Any, message: Any = None, page_ms: Any = None) -> None:
         try:
             event = check_event(message)
         except ProtocolError as exc:
@@ -396,8 +425,7 @@ class BrowserAdapter(Peer):
             self._note_stray(event, self._notes.append)
             return
         try:
-            # Stamped here, as the call arrives: no hop to the adapter's loop first.
-            over = deliver(entry.sink, event) or entry.consumer_stopped()
+            over = deliver(entry.sink, event, self._kit_time(page_ms)) or entry.consumer_stopped()
         except StreamCancelled:
             return
         except ProtocolError as exc:
@@ -406,6 +434,16 @@ class BrowserAdapter(Peer):
         if over and not entry.over:
             entry.over = True
             self._soon(_settle, entry.ended)
+
+    def _kit_time(self, page_ms: Any) -> float | None:
+        """When the page emitted, on the kit's clock; None (stamp on arrival) without
+        a reading of the page's clock or a usable page time."""
+        offset = self._page_offset
+        if offset is None or isinstance(page_ms, bool) or not isinstance(page_ms, int | float):
+            return None
+        at = page_ms / 1000 - offset
+        # Never later than the arrival, whatever the page did to its clock.
+        return min(at, now())
 
     def _on_fault(self, source: Any, command: Any = None, error: Any = None) -> None:
         self._breach(f"rejected the promise of streamcheck.command({{cmd: {command!r}}}): {error}")

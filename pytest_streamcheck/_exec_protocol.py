@@ -140,8 +140,9 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
     return AdapterInfo(name, version, known, profile), unknown
 
 
-def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
-    """Hand one stream event to its sink; True if it ends the stream.
+def deliver(sink: StreamSink, event: Mapping[str, Any], at: float | None = None) -> bool:
+    """Hand one stream event to its sink, stamped ``at`` (default: now); True if it ends
+    the stream.
 
     Raises:
         ProtocolError: a field has the wrong type.
@@ -153,25 +154,26 @@ def deliver(sink: StreamSink, event: Mapping[str, Any]) -> bool:
         data = _text(event, "data", "chunk")
         if data is None:
             raise ProtocolError('a chunk event needs a string "data"')
-        sink.chunk(data, id=_text(event, "id", "chunk"), event=_text(event, "event", "chunk"))
+        chunk_id, chunk_event = _text(event, "id", "chunk"), _text(event, "event", "chunk")
+        sink.chunk(data, id=chunk_id, event=chunk_event, at=at)
     elif kind == "comment":
         text = _text(event, "text", "comment")
         if text is None:
             raise ProtocolError('a comment event needs a string "text"')
-        sink.comment(text)
+        sink.comment(text, at=at)
     elif kind == "state":
         state = _text(event, "state", "state")
         if state is None:
             raise ProtocolError('a state event needs a string "state"')
         delay = _number(event, "delay", "state")
-        sink.state(state, delay=delay, detail=_text(event, "detail", "state") or "")
+        sink.state(state, delay=delay, detail=_text(event, "detail", "state") or "", at=at)
     elif kind == "error":
         error, detail = _error_kind(event)
-        sink.error(error, detail, status=_status(event))
+        sink.error(error, detail, status=_status(event), at=at)
     elif kind == "done":
-        sink.done()
+        sink.done(at=at)
     elif kind == "log":
-        sink.log(_text(event, "message", "log") or "")
+        sink.log(_text(event, "message", "log") or "", at=at)
     return kind in ("done", "error")
 
 

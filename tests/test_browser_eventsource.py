@@ -1,0 +1,103 @@
+"""The native EventSource target and its profile, html-eventsource@1: the numbers the
+profile states are Chromium's, measured here against a FakeServer; the page listens
+for every event type the kit's streams send."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+import pytest
+from browser_support import LoopThread, need_chromium, open_stream
+
+from conformance._evidence import DeliveryLog
+from conformance._profiles import HTML_EVENTSOURCE, get_profile
+from fake_servers import FakeServer, stream
+from fake_servers._formats import _REGISTRY
+from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck._browser_serve import KIT_DIR
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def native() -> Iterator[tuple[LoopThread, BrowserAdapter]]:
+    need_chromium()
+    lane = LoopThread()
+    adapter = BrowserAdapter(None)
+    lane.run(adapter.start())
+    yield lane, adapter
+    lane.run(adapter.aclose())
+    lane.close()
+
+
+def _gaps(server: FakeServer) -> list[float]:
+    """Seconds from each attempt's end (the server cut it) to the next one's arrival."""
+    attempts = server.ledger.attempts()
+    return [
+        b.arrived_at - a.ended_at for a, b in itertools.pairwise(attempts) if a.ended_at is not None
+    ]
+
+
+def test_the_reconnection_time_is_the_profiles(native) -> None:
+    lane, adapter = native
+    with FakeServer() as server:
+        cut = stream(events=1, end="abort")
+        server.script("/v1/stream", cut, cut, stream(events=1))
+        lane.run(adapter.reset())
+        lane.run(adapter.stream(*open_stream(server.url, DeliveryLog())), timeout=20)
+        gaps = _gaps(server)
+    assert len(gaps) == 2
+    base = HTML_EVENTSOURCE.backoff.base
+    # Always the same (no growth, no jitter): Chromium's default of 3 s, plus how long
+    # the drop takes to reach the page and its reconnect the server.
+    assert all(base <= gap < base + 0.3 for gap in gaps), gaps
+    assert HTML_EVENTSOURCE.backoff.envelope(1) == HTML_EVENTSOURCE.backoff.envelope(9)
+
+
+def test_a_retry_field_sets_the_reconnection_time(native) -> None:
+    lane, adapter = native
+    with FakeServer() as server:
+        server.script("/v1/stream", stream(events=1, end="abort", retry_ms=400), stream(events=1))
+        lane.run(adapter.reset())
+        lane.run(adapter.stream(*open_stream(server.url, DeliveryLog())), timeout=20)
+        (gap,) = _gaps(server)
+    assert 0.4 <= gap < 0.7
+
+
+def test_a_status_fails_the_connection_for_good(native) -> None:
+    lane, adapter = native
+    log = DeliveryLog()
+    with FakeServer() as server:
+        server.script("/v1/stream", stream(events=1, status=503))
+        lane.run(adapter.reset())
+        lane.run(adapter.stream(*open_stream(server.url, log)), timeout=20)
+        attempts = server.ledger.attempts()
+    assert len(attempts) == 1
+    (error,) = [d for d in log.all() if d.kind == "error"]
+    assert error.error == "non_retryable_status"
+    assert error.status is None  # EventSource does not let the page see it
+
+
+def test_the_profile_is_built_in_and_get_only() -> None:
+    profile = get_profile("html-eventsource")
+    assert profile.key == "html-eventsource@1"
+    assert profile.transports == {"get"}
+    matrix = profile.policy.matrix
+    assert not any(matrix.is_retryable(s) for s in (400, 404, 429, 500, 503, 504))
+    assert matrix.is_retryable(None)
+    assert profile.policy.breaker.kind == "none"
+    assert profile.policy.retry_after is False
+
+
+def test_the_page_listens_for_every_event_type_the_kit_sends() -> None:
+    script = (KIT_DIR / "eventsource.js").read_text(encoding="utf-8")
+    listed = script[script.index("const NAMED_EVENTS") : script.index("];")]
+    named = set(re.findall(r'"([^"]*)"', listed))
+    terminal = script[script.index("const TERMINAL_EVENTS") :].split("\n", 1)[0]
+    named |= set(re.findall(r'"([^"]*)"', terminal))
+    for name, fmt in _REGISTRY.items():
+        kinds = {fmt.data_event(i, "x")[0] for i in range(3)} | {fmt.terminal_event()[0]}
+        missing = {k for k in kinds if k is not None} - named
+        assert not missing, f"the {name} format sends {missing}, which the page never hears"
