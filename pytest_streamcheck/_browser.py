@@ -73,7 +73,7 @@ _EMIT = """Object.defineProperty(window, "streamcheckEmit", {
   value: (message) => window.__streamcheckEmit(message, performance.now()),
   writable: false, configurable: false,
 });"""
-PINGS = 15  # page-clock readings per page; the one with the shortest round trip wins
+PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
 _DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
   && typeof window.streamcheck.hello === "function"
   && typeof window.streamcheck.command === "function" """
@@ -194,7 +194,8 @@ class BrowserAdapter(Peer):
         A context keeps its idle keep-alive connections: the next case's first request
         would reuse one to the proxy opened before the case began, and a fault scripted
         for the case's first connection would never meet it. A fresh context has none,
-        as a fresh client of any other kind (costs some 60 ms a case; docs/browser.md).
+        as a fresh client of any other kind (it costs 0.3-2 s a case, by the machine's
+        load: a renderer process starts and the page loads again; docs/browser.md).
         """
         await self.start()
         await self._on_host(self._reopen(), self.hello_timeout, "reopening the page")
@@ -300,7 +301,7 @@ class BrowserAdapter(Peer):
                 raise HarnessError(f"{self._who}: {url} answered {status}{self._tail()}")
             self._doing = doing = "waiting for the page to define window.streamcheck"
             self._doing += " = {hello(), command(cmd)}"
-            await page.wait_for_function(_DEFINED, polling=50)
+            await page.wait_for_function(_DEFINED, polling=10)
             self._doing = doing = "waiting for window.streamcheck.hello() to return"
             reply = await page.evaluate("() => window.streamcheck.hello()")
             self._doing = "reading the page's clock"

@@ -1,12 +1,12 @@
 """One headless Chromium per Python process, shared by every browser adapter.
 
 A run plays up to four cases at once, each lane with its own adapter on its own event
-loop. Four Chromium processes on a 2-core machine cost some 0.4 s and 150 MiB each and
-compete for the cores the timing checks need; one browser with a ``BrowserContext`` per
-adapter isolates just as well (each context has its own network emulation, so offline
-is per lane, its own cookies and its own connection pool). Playwright objects belong to
-the loop that made them, so the browser lives on a dedicated thread and loop, and an
-adapter calls into it with ``Host.call``.
+loop. Four Chromium browser processes on a 2-core machine cost a launch (0.4 s quiet)
+and some 200 MiB each and compete for the cores the timing checks need; one browser
+with a ``BrowserContext`` per adapter isolates just as well (each context has its own
+network emulation, so offline is per lane, its own cookies and its own connection
+pool). Playwright objects belong to the loop that made them, so the browser lives on a
+dedicated thread and loop, and an adapter calls into it with ``Host.call``.
 
 The host is reference-counted: the first ``acquire`` launches Chromium, the last
 ``release`` closes it, and an ``atexit`` hook closes whatever is left. If the Python

@@ -22,6 +22,9 @@ KIT_DIR = Path(str(files("pytest_streamcheck") / "browser"))
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
+    # Keep-alive: a page of ES modules is a dozen requests, each a connection in HTTP/1.0.
+    protocol_version = "HTTP/1.1"
+
     def __init__(self, *args: Any, root: Path | None, **kwargs: Any) -> None:
         self._page_root = root
         super().__init__(*args, directory=str(root or KIT_DIR), **kwargs)
