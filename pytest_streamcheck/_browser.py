@@ -66,13 +66,23 @@ _SEND = """cmd => {
     return null;
   } catch (e) { return String((e && e.stack) || e); }
 }"""
-# ``streamcheckEmit`` is the kit's wrapper around the binding: it adds the page's
-# performance.now() at the call, when the client hands its consumer what it reports,
-# so the kit can stamp the delivery then and not when the call reaches Python.
-_EMIT = """Object.defineProperty(window, "streamcheckEmit", {
-  value: (message) => window.__streamcheckEmit(message, performance.now()),
-  writable: false, configurable: false,
-});"""
+# ``streamcheckEmit`` is the kit's wrapper around the binding. It notes the page's
+# performance.now() at the call, when the client hands its consumer what it reports, so
+# the kit can stamp the delivery then and not when the call reaches Python; and it sends
+# what one task emitted in one binding call (a read of 100 events is 100 emits), each
+# message copied as it was emitted.
+_EMIT = """(() => {
+  let batch = null;
+  const flush = () => { const sent = batch; batch = null; window.__streamcheckEmit(sent); };
+  const copy = (m) => { try { return structuredClone(m); } catch (e) { return m; } };
+  Object.defineProperty(window, "streamcheckEmit", {
+    value: (message) => {
+      if (batch === null) { batch = []; queueMicrotask(flush); }
+      batch.push([copy(message), performance.now()]);
+    },
+    writable: false, configurable: false,
+  });
+})();"""
 PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
 _DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
   && typeof window.streamcheck.hello === "function"
@@ -127,6 +137,7 @@ class BrowserAdapter(Peer):
         self._closed = False
         self._start_lock = asyncio.Lock()
         self._policy: ClientPolicy | None = None  # configured again on every fresh page
+        self._breached = False  # set on the browser's thread at once; _failure follows
         self._page_offset: float | None = None  # the page's clock minus the kit's
         self.clock_error = 0.0  # how far off that offset may be, in seconds
         self._doing = "starting"  # the step of opening the page, for a timeout's message
@@ -409,7 +420,18 @@ class BrowserAdapter(Peer):
             raise HarnessError(f"{self._who}: the adapter is closed")
 
     # -- the page's messages (on the browser's thread) --------------------------------
-    def _on_emit(self, source: Any, message: Any = None, page_ms: Any = None) -> None:
+    def _on_emit(self, source: Any, batch: Any = None) -> None:
+        """One binding call: the ``[message, page time]`` pairs one task of the page emitted."""
+        if not isinstance(batch, list):
+            self._breach(f"called the kit's binding with {_quote(batch)}")
+            return
+        for pair in batch:
+            message, page_ms = pair if isinstance(pair, list) and len(pair) == 2 else (pair, None)
+            self._on_message(message, page_ms)
+
+    def _on_message(self, message: Any, page_ms: Any) -> None:
+        if self._breached:  # nothing the page says after a breach counts
+            return
         try:
             event = check_event(message)
         except ProtocolError as exc:
@@ -451,6 +473,7 @@ class BrowserAdapter(Peer):
 
     def _breach(self, reason: str) -> None:
         """From the browser's thread: the page can no longer be trusted."""
+        self._breached = True
         self._soon(self._fail, reason)
 
     def _soon(self, callback: Callable[..., None], *args: Any) -> None:

@@ -11,7 +11,7 @@ dedicated thread and loop, and an adapter calls into it with ``Host.call``.
 The host is reference-counted: the first ``acquire`` launches Chromium, the last
 ``release`` closes it, and an ``atexit`` hook closes whatever is left. If the Python
 process dies without either, the Playwright driver sees its pipe close and takes the
-browser down with it (``tests/test_browser_processes.py`` counts them).
+browser down with it (``tests/test_browser_target.py`` counts them).
 
 Chromium is the distribution's (``apt-get install chromium``), never a download:
 ``STREAMCHECK_CHROMIUM`` names the binary, else ``chromium`` or ``chromium-browser``
