@@ -54,6 +54,7 @@ export function nodeTransport() {
   return makeFetchTransport({
     networkFailure,
     init: () => ({ dispatcher }),
+    followRedirects: true, // undici's "manual" mode shows the 3xx and its Location
     configure(policy) {
       connectTimeout = policy.connect_timeout;
       dispatcher?.close().catch(() => {});

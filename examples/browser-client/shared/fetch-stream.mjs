@@ -4,29 +4,74 @@
 // The shell adds what its platform needs through `init` (Node: undici's dispatcher;
 // the browser: the cache mode) and classifies network errors itself.
 
+/** Statuses whose Location a fetch with `redirect: "manual"` follows by hand. */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+export const MAX_REDIRECTS = 20; // WHATWG Fetch: a 21st redirect is a network error
+
 /**
  * @param {{networkFailure: (err: unknown) => {kind: string, detail: string},
- *          init?: () => object, cacheHeaders?: boolean}} options
+ *          init?: () => object, cacheHeaders?: boolean, followRedirects?: boolean}} options
  *   `init()`: extra RequestInit fields for every request; `cacheHeaders`: send
- *   Cache-Control and Pragma ourselves (false when the cache mode makes fetch add them).
+ *   Cache-Control and Pragma ourselves (false when the cache mode makes fetch add them);
+ *   `followRedirects`: follow redirects by hand, where the platform shows them (Node's
+ *   fetch does; a browser's `redirect: "manual"` answers with an opaque response), so a
+ *   redirect that leads nowhere is an error and later attempts go as the redirects left
+ *   the request. Any other key is kept as a transport hook (configure, offline, shutdown).
  */
-export function makeFetchTransport({ networkFailure, init = () => ({}), cacheHeaders = true, ...hooks }) {
+export function makeFetchTransport({ networkFailure, init = () => ({}), cacheHeaders = true, followRedirects = false, ...hooks }) {
+  const send = (call, signal, redirect) => {
+    const request = { ...init(), method: call.method, headers: call.requestHeaders({ cacheHeaders }), signal, redirect };
+    if (call.body && call.sendsBody) request.body = call.body.bytes;
+    return fetch(call.url, request);
+  };
   return {
     ...hooks,
     encodeBody,
     networkFailure,
     async exchange(call, signal, progress) {
-      const request = { ...init(), method: call.spec.method, headers: call.requestHeaders({ cacheHeaders }), signal };
-      if (call.body) request.body = call.body.bytes;
-      const response = await fetch(call.url, request);
+      if (followRedirects) return followed(call, signal, progress, (c) => send(c, signal, 'manual'));
+      const response = await send(call, signal, 'follow');
       call.headersArrived(progress);
       // A GET stays a GET through any redirect, so a retry or a resume can go straight where
       // it led. Which status redirected a POST (303: now a GET; 307: still a POST) fetch
       // does not say, so a POST's later attempts repeat the original request.
-      if (response.redirected && call.spec.method === 'GET') call.url = response.url;
+      if (response.redirected && call.method === 'GET') call.url = response.url;
       return readResponse(call, response, progress);
     },
   };
+}
+
+/**
+ * Follow redirects by hand (WHATWG Fetch §4.4): a 303, and a 301 or 302 after a POST, go
+ * on as a GET without the body; 307 and 308 keep the method and the body bytes. A 3xx
+ * without a Location is the answer; an empty or bad Location, or a 21st redirect, ends the
+ * attempt as a status failure that is never retried. The call keeps where they led.
+ */
+async function followed(call, signal, progress, send) {
+  for (let hops = 0; ; hops += 1) {
+    const response = await send(call);
+    const location = response.headers.get('location');
+    if (!REDIRECTS.has(response.status) || location === null) {
+      call.headersArrived(progress);
+      return readResponse(call, response, progress);
+    }
+    await response.body?.cancel().catch(() => {});
+    const status = response.status;
+    const header = (name) => response.headers.get(name);
+    let next = null;
+    try {
+      next = location.trim() === '' ? null : new URL(location, call.url);
+    } catch {
+      next = null;
+    }
+    if (next === null) return { kind: 'status', status, header, detail: `a redirect to ${JSON.stringify(location)} cannot be followed` };
+    if (hops >= MAX_REDIRECTS) return { kind: 'status', status, header, detail: `more than ${MAX_REDIRECTS} redirects` };
+    if (status === 303 ? call.method !== 'HEAD' : status <= 302 && call.method === 'POST') {
+      call.method = 'GET';
+      call.sendsBody = false;
+    }
+    call.url = next.href;
+  }
 }
 
 /** A response: a status failure, a content-type failure, or the SSE body read to its end. */

@@ -137,7 +137,11 @@ class Call {
     this.attemptsMade = 0;
     this.delivered = 0;
     this.lastEventId = spec.lastEventId ?? ''; // the caller's resume point, if any
-    this.url = spec.url; // where the next attempt goes: a transport moves it after a redirect
+    // The request the next attempt sends, as the last followed redirect left it (a 303 turns
+    // a POST into a GET without its body); a transport that sees the redirects moves it.
+    this.url = spec.url;
+    this.method = spec.method;
+    this.sendsBody = true;
     this.lastDeliveredId = null;
     this.ended = false;
     this.silent = false;
@@ -324,7 +328,7 @@ class Call {
       ? { accept: 'text/event-stream', 'cache-control': 'no-cache', pragma: 'no-cache' }
       : { accept: 'text/event-stream' };
     const headers = { ...sse, ...this.spec.headers };
-    if (this.body) {
+    if (this.body && this.sendsBody) {
       const overridden = Object.keys(this.spec.headers).some((k) => k.toLowerCase() === 'content-type');
       if (!overridden || this.body.contentType.startsWith('multipart/')) headers['content-type'] = this.body.contentType;
     }
