@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import fnmatch
 import gc
 import threading
@@ -577,6 +578,7 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
+            outcome = _unless_overloaded(outcome, evidence.noise)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -791,6 +793,14 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
         f"noise hides the difference between a correct and a broken client. Last try: "
         f"{tries[-1].observed}; {tries[-1].noise}"
     )
+
+
+def _unless_overloaded(outcome: Outcome, noise: Noise) -> Outcome:
+    """A failure judged while the kit's loops were starved is undecidable, not FAIL."""
+    why = None if outcome.ok or outcome.undecidable else noise.overloaded()
+    if why is None:
+        return outcome
+    return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")
 
 
 def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:

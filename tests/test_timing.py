@@ -16,12 +16,13 @@ from dataclasses import replace
 import pytest
 from _records import request_record
 
-from conformance import Evidence
+from conformance import Evidence, Outcome
 from conformance import _timing as timing
 from conformance._timing import (
     AT_ONCE,
     LAG_FACTOR,
     LOWER_FLOOR,
+    OVERLOAD_P99,
     PATH_FLOOR,
     UNMEASURED_SLACK,
     LagSeries,
@@ -442,3 +443,31 @@ class TestAtOnce:
 def test_the_reach_is_two_probe_intervals() -> None:
     """The tests' REACH is the model's."""
     assert timing._REACH == REACH
+
+
+class TestOverload:
+    """A starved kit loop makes a FAIL undecidable; the client's own loop never does."""
+
+    def test_the_kit_loops_p99_decides(self) -> None:
+        assert quiet_noise(0.0, 2.0).overloaded() is None
+        assert quiet_noise(0.0, 2.0, lag=OVERLOAD_P99 * 0.9).overloaded() is None
+        why = quiet_noise(0.0, 2.0, lag=OVERLOAD_P99 * 1.5).overloaded()
+        assert why is not None
+        assert "starved" in why
+
+    def test_a_client_that_blocks_its_own_loop_is_not_excused(self) -> None:
+        rows = [(t / 100, t / 100 + 0.5) for t in range(200)]  # every wake-up 0.5 s late
+        client_only = Noise((LagSeries.from_rows("client", rows),))
+        assert client_only.overloaded() is None
+
+    def test_the_runner_turns_a_starved_failure_undecidable_and_keeps_a_pass(self) -> None:
+        from conformance._runner import _unless_overloaded
+
+        starved = quiet_noise(0.0, 2.0, lag=0.3)
+        failed = _unless_overloaded(Outcome.failed("x", "no retry"), starved)
+        assert failed.undecidable
+        assert not failed.ok
+        assert failed.observed.startswith("no retry; the kit's own loops were starved")
+        passed = Outcome(True, "x", "fine")
+        assert _unless_overloaded(passed, starved) is passed
+        assert not _unless_overloaded(Outcome.failed("x", "y"), quiet_noise(0.0, 2.0)).undecidable

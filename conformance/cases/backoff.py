@@ -13,6 +13,7 @@ undecidable (re-judged at a coarser scale) when the noise could hide its flaw.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -27,7 +28,7 @@ from conformance._case import (
 )
 from conformance._checks import all_of, ended_with_done
 from conformance._evidence import Evidence
-from conformance._stats import herd_outcome, jitter_outcome
+from conformance._stats import herd_outcome, jitter_outcome, too_noisy
 from conformance._timing import PATH_FLOOR, Noise, Wait, decide, ms, wait_between, wait_from
 from conformance.cases._common import (
     Row,
@@ -39,7 +40,7 @@ from conformance.cases._common import (
     waited_the_hint,
 )
 from conformance.reference import BackoffConfig, BreakerConfig, ClientPolicy
-from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream
+from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream, now
 
 __all__ = ["delays_figure", "envelope_outcome", "envelope_resolution", "first_delay_range"]
 
@@ -64,6 +65,7 @@ HERD_CLIENTS = 50
 HERD_SPAN = 0.6  # the cut's own burst widens every interval by up to ~0.12 s (quiet)
 HERD_HOLD = 0.05  # reconnects are answered late: answering them does not delay arrivals
 PER_CLIENT = 0.05  # deadline allowance per client for setting it up on a busy machine
+HERD_FORM_LIMIT = 30.0  # seconds the herd may take to form while streams keep opening
 
 
 # -- measuring waits ---------------------------------------------------------------
@@ -536,6 +538,9 @@ def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
 
 
 def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    spread = first_delay_range(policy.backoff)
+    if noisy := too_noisy(ev.noise, spread):  # before any rule: a late retry is noise too
+        return Outcome.unsure(f"{JITTER_CLIENTS} clients' first delays", noisy)
     samples: list[Wait] = []
     missing = 0
     for i in range(JITTER_CLIENTS):
@@ -549,7 +554,7 @@ def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
             f"all {JITTER_CLIENTS} clients retry once after a 503",
             f"{missing} client(s) did not retry within the deadline",
         )
-    return jitter_outcome(samples, first_delay_range(policy.backoff), ev.noise.headline())
+    return jitter_outcome(samples, spread, ev.noise.headline())
 
 
 register_row(
@@ -589,14 +594,12 @@ async def _play_herd(ctx: CaseContext) -> None:
     for i in range(HERD_CLIENTS):
         ctx.start(_request(ctx.transport, _herd_path(i), f"h{i}", f"user-{i}"))
     connect = retry_budget(ctx.policy, 0, HERD_CLIENTS * PER_CLIENT)
-    connected = await ctx.wait_until(
-        lambda: sum(1 for a in ctx.ledger.attempts() if a.headers_at) >= HERD_CLIENTS, connect
-    )
-    if not connected:
-        opened = sum(1 for a in ctx.ledger.attempts() if a.headers_at)
+    opened = await _herd_formed(ctx, connect)
+    if opened < HERD_CLIENTS:
         raise SetupFailed(
-            f"the herd did not form: {opened} of {HERD_CLIENTS} streams were open after "
-            f"{connect:.1f}s (a client that caps its connections cannot run this case)"
+            f"the herd did not form: {opened} of {HERD_CLIENTS} streams were open, none more "
+            f"in the last {connect:.1f}s (a client that caps its connections cannot run "
+            "this case)"
         )
     streams = [f"h{i}" for i in range(HERD_CLIENTS)]
     budget = retry_budget(ctx.policy, 1, HERD_CLIENTS * PER_CLIENT)
@@ -606,7 +609,26 @@ async def _play_herd(ctx: CaseContext) -> None:
     await ctx.wait_until(_all_ended(ctx, streams), budget)
 
 
+async def _herd_formed(ctx: CaseContext, patience: float) -> int:
+    """How many herd streams opened: waited for while more keep opening (a starved
+    machine opens fifty slowly), for ``patience`` seconds after the last one, and
+    at most HERD_FORM_LIMIT in all."""
+
+    def opened() -> int:
+        return sum(1 for a in ctx.ledger.attempts() if a.headers_at)
+
+    deadline = now() + HERD_FORM_LIMIT
+    while (seen := opened()) < HERD_CLIENTS and now() < deadline:
+        more = functools.partial(lambda before: opened() > before, seen)
+        if not await ctx.wait_until(more, min(patience, deadline - now())):
+            break
+    return opened()
+
+
 def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    spread = first_delay_range(policy.backoff)
+    if noisy := too_noisy(ev.noise, spread):  # before any rule: a late reconnect is noise too
+        return Outcome.unsure(f"{HERD_CLIENTS} clients' reconnect delays", noisy)
     cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
     paths = {_herd_path(i) for i in range(HERD_CLIENTS)}
     arrivals = [a.arrived_at for a in ev.attempts if a.path in paths and a.number == 2]
@@ -615,7 +637,7 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
     # Every client's failure is the cut: the proxy drops all its connections in one go,
     # so the latest and earliest close bound each client's own failure moment.
     delays = [wait_from(max(cuts), min(cuts), at, ev.noise) for at in arrivals]
-    return herd_outcome(delays, HERD_CLIENTS, first_delay_range(policy.backoff))
+    return herd_outcome(delays, HERD_CLIENTS, spread)
 
 
 register_row(
