@@ -284,7 +284,7 @@ def test_handshake_configure_reset_and_shutdown() -> None:
         assert hello["protocol"] == 1
         assert hello["name"]
         assert hello["version"]
-        assert set(hello["capabilities"]) == set(CAPABILITIES) - {"comments"}
+        assert set(hello["capabilities"]) == set(CAPABILITIES)
         driver.configure(POLICY)
         driver.send("reset")
         driver.reply("reset")

@@ -36,9 +36,10 @@ export function fetchTransport(network) {
 }
 
 /**
- * GET streams over the native EventSource where it can make the request: no caller
- * headers and no Last-Event-ID to choose (neither can be set on an EventSource). Every
- * other request goes over `fallback` (a fetchTransport). What EventSource hides:
+ * GET streams over the native EventSource where it can make the request and hand over
+ * what the consumer asks for: no caller headers and no Last-Event-ID to choose (neither
+ * can be set on an EventSource), no comments wanted (it never shows them). Every other
+ * request goes over `fallback` (a fetchTransport). What EventSource hides:
  * - the status of a failed response, and its headers (Retry-After): when it fails the
  *   connection (readyState CLOSED: a status other than 200, or not text/event-stream),
  *   the page only knows that the server answered with something else. Chromium's
@@ -54,7 +55,8 @@ export function eventSourceTransport(fallback, EventSourceClass = globalThis.Eve
     ...fallback,
     exchange(call, signal, progress) {
       const { spec } = call;
-      const shaped = spec.method === 'GET' && Object.keys(spec.headers).length === 0 && call.lastEventId === '';
+      const shaped =
+        spec.method === 'GET' && Object.keys(spec.headers).length === 0 && call.lastEventId === '' && !spec.comments;
       if (!shaped || signal.aborted) return fallback.exchange(call, signal, progress);
       return listen(new EventSourceClass(call.url), EventSourceClass.CLOSED, call, signal, progress);
     },

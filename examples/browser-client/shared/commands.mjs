@@ -33,8 +33,10 @@ export function parseStream(cmd) {
   if (typeof lastEventId !== 'string' || /[\r\n\0]/.test(lastEventId)) {
     return { problem: 'last_event_id must be null or a string without CR, LF or NUL' };
   }
+  const comments = cmd.comments ?? false;
+  if (typeof comments !== 'boolean') return { problem: 'comments must be a boolean' };
   const spec = { id: String(cmd.stream), url: cmd.url, method, headers, body, idempotent, cancelAfter, client };
-  return { spec: { ...spec, lastEventId } };
+  return { spec: { ...spec, lastEventId, comments } };
 }
 
 function isString(v) {

@@ -338,7 +338,7 @@ class Call {
 
   /** Read an SSE body (a ReadableStream's reader) until the terminal event, its end or an error. */
   async readBody(reader, progress) {
-    const decoder = new SSEDecoder(this.lastEventId);
+    const decoder = new SSEDecoder(this.lastEventId, { comments: this.spec.comments === true });
     for (;;) {
       const { value, done } = await reader.read();
       if (done) {
@@ -347,6 +347,10 @@ class Call {
       }
       this.bytesArrived(progress);
       for (const event of decoder.feed(value)) {
+        if ('comment' in event) {
+          this.receiveComment(event.comment, progress);
+          continue;
+        }
         this.lastEventId = decoder.lastEventId;
         const outcome = this.receive(event, progress);
         if (outcome !== null) {
@@ -356,6 +360,11 @@ class Call {
       }
       this.lastEventId = decoder.lastEventId; // id-only events move it too
     }
+  }
+
+  /** A comment line, for a consumer that asked (`comments`); never a chunk, never the commit. */
+  receiveComment(text, progress) {
+    if (!progress.replaying) this.emitEvent({ type: 'comment', text });
   }
 
   /**

@@ -12,8 +12,14 @@ export function makeEvent(type, data, id, retry, hasId) {
 }
 
 export class SSEDecoder {
-  /** @param {string} lastEventId the id carried over from an earlier connection */
-  constructor(lastEventId = '') {
+  /**
+   * @param {string} lastEventId the id carried over from an earlier connection
+   * @param {{comments?: boolean}} options `comments`: also return each comment line, in
+   *   stream order among the events, as `{comment: text}` (the text after the colon, one
+   *   leading space removed)
+   */
+  constructor(lastEventId = '', { comments = false } = {}) {
+    this.comments = comments;
     // The default TextDecoder strips one leading BOM and replaces invalid bytes, as the spec asks;
     // {stream: true} keeps a multi-byte character cut between chunks for the next call.
     this.text = new TextDecoder('utf-8');
@@ -72,6 +78,7 @@ export class SSEDecoder {
     if (line === '') return this.#dispatch(events);
     if (line[0] === ':') {
       this.commentsSeen += 1;
+      if (this.comments) events.push({ comment: line[1] === ' ' ? line.slice(2) : line.slice(1) });
       return undefined;
     }
     const colon = line.indexOf(':');

@@ -108,3 +108,16 @@ test('a header value carries the UTF-8 bytes of the id, one character per byte',
   const bytes = Uint8Array.from([...value].map((c) => c.charCodeAt(0)));
   assert.equal(new TextDecoder().decode(bytes), 'été-²🙂');
 });
+
+test('comments, when asked for, come in stream order with one leading space removed', () => {
+  const d = new SSEDecoder('', { comments: true });
+  const items = d.feed(enc(':  two spaces\n:\ndata: a\n: inside\ndata: b\n\n:tight\r\n'));
+  assert.deepEqual(items.map((e) => ('comment' in e ? ['comment', e.comment] : ['event', e.data])), [
+    ['comment', ' two spaces'],
+    ['comment', ''],
+    ['comment', 'inside'],
+    ['event', 'a\nb'],
+    ['comment', 'tight'],
+  ]);
+  assert.equal(new SSEDecoder().feed(enc(': hidden\n\n')).length, 0);
+});

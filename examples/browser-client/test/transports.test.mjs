@@ -75,11 +75,12 @@ test('a plain GET goes over EventSource: messages and the terminal event are hea
   ]);
 });
 
-test('what EventSource cannot send goes over fetch: caller headers, a POST, a Last-Event-ID', async () => {
+test('what EventSource cannot send or show goes over fetch: caller headers, a POST, comments, a Last-Event-ID', async () => {
   const signal = new AbortController().signal;
   const before = FakeEventSource.made.length;
   assert.deepEqual(await transport.exchange(fakeCall({ headers: { authorization: 'x' } }), signal, {}), { kind: 'via fetch' });
   assert.deepEqual(await transport.exchange(fakeCall({ method: 'POST' }), signal, {}), { kind: 'via fetch' });
+  assert.deepEqual(await transport.exchange(fakeCall({ comments: true }), signal, {}), { kind: 'via fetch' });
   const resuming = fakeCall();
   resuming.lastEventId = '7';
   assert.deepEqual(await transport.exchange(resuming, signal, {}), { kind: 'via fetch' });
