@@ -205,7 +205,7 @@ class BrowserAdapter(Peer):
         A context keeps its idle keep-alive connections: the next case's first request
         would reuse one to the proxy opened before the case began, and a fault scripted
         for the case's first connection would never meet it. A fresh context has none,
-        as a fresh client of any other kind (it costs 0.3-2 s a case, by the machine's
+        as a fresh client of any other kind (it costs 0.5-2 s a case, by the machine's
         load: a renderer process starts and the page loads again; docs/browser.md).
         """
         await self.start()
