@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from _records import request_record
@@ -103,10 +104,38 @@ class TestIdenticalRetries:
         """Only names and values count, not the order headers were sent in."""
         assert judge("SC-POST-1", self.retried(headers=tuple(reversed(JSON_HEADERS))), FULL)
 
-    def test_a_retry_counter_header_fails(self):
-        """An attempt number in a header makes the retry a different request."""
-        stamped = (*JSON_HEADERS, ("x-attempt", "3"))
-        assert not judge("SC-POST-1", self.retried(headers=stamped), FULL)
+    def test_a_header_that_counts_the_attempts_may_count_on(self):
+        """x-stainless-retry-count 0, 1, 2 (the openai and anthropic SDKs) describes the
+        attempt, not the request: still the same request."""
+        tries = [attempt(1, 503), attempt(2, 503), attempt(3, 200, range(1, 6))]
+        counted = [
+            replace(a, headers=(*JSON_HEADERS, ("x-stainless-retry-count", str(i))))
+            for i, a in enumerate(tries)
+        ]
+        assert judge("SC-POST-1", counted, FULL)
+
+    @pytest.mark.parametrize(
+        ("name", "values"),
+        [
+            ("x-attempt", None),  # only on the last attempt
+            ("x-stainless-retry-count", ("0", "0", "1")),  # not one up per attempt
+            ("x-stainless-retry-count", ("0", "2", "3")),
+            ("x-request-id", ("1", "2", "3")),  # counts, but its name does not say so
+            ("idempotency-key", ("k1", "k2", "k3")),  # a fresh key: a new request
+        ],
+    )
+    def test_any_other_changed_header_fails(self, name, values):
+        """A header that changes and is not a one-by-one attempt counter makes the retry
+        a different request."""
+        tries = [attempt(1, 503), attempt(2, 503), attempt(3, 200, range(1, 6))]
+        if values is None:
+            tries[2] = replace(tries[2], headers=(*JSON_HEADERS, (name, "3")))
+        else:
+            base = [h for h in JSON_HEADERS if h[0] != name]
+            tries = [
+                replace(a, headers=(*base, (name, v))) for a, v in zip(tries, values, strict=True)
+            ]
+        assert not judge("SC-POST-1", tries, FULL)
 
     def test_a_changed_body_fails(self):
         """A retried body with other bytes (same size) is not the same request."""

@@ -20,7 +20,9 @@ Every row runs on POST only, registered with its id where it is written.
 from __future__ import annotations
 
 import functools
+import itertools
 import random
+import re
 from collections.abc import Callable, Sequence
 
 from conformance._case import (
@@ -81,8 +83,28 @@ def multipart_request() -> StreamRequest:
 # -- checks ------------------------------------------------------------------------
 
 
-def _headers(attempt: Attempt) -> list[tuple[str, str]]:
-    return sorted(attempt.headers)  # order carries no meaning; names and values do
+# A header that counts attempts (the openai and anthropic SDKs' x-stainless-retry-count:
+# 0, 1, 2) describes the attempt, not the request: a retry that counts on is still the
+# same request. It counts when its name says so and, on every attempt, it is a whole
+# number one above the previous attempt's.
+_COUNTER_NAME = re.compile(r"retry|attempt")
+
+
+def _counters(attempts: Sequence[Attempt]) -> frozenset[str]:
+    """The names of the headers that count ``attempts`` one by one."""
+    counting = set()
+    for name, _ in attempts[0].headers:
+        values = [a.header(name) for a in attempts]
+        if _COUNTER_NAME.search(name) and all(v is not None and v.isdecimal() for v in values):
+            numbers = [int(str(v)) for v in values]
+            if all(b == a + 1 for a, b in itertools.pairwise(numbers)):
+                counting.add(name)
+    return frozenset(counting)
+
+
+def _headers(attempt: Attempt, counters: frozenset[str]) -> list[tuple[str, str]]:
+    # order carries no meaning; names and values do (but for an attempt counter's value)
+    return sorted((k, v) for k, v in attempt.headers if k not in counters)
 
 
 def _same_request(ev: Evidence, at_least: int) -> Outcome:
@@ -91,6 +113,7 @@ def _same_request(ev: Evidence, at_least: int) -> Outcome:
     if len(attempts) < at_least:
         return Outcome.failed(want, f"{len(attempts)} attempt(s)")
     first = attempts[0]
+    counters = _counters(attempts)
     for a in attempts[1:]:
         if (a.body_size, a.body_sha256) != (first.body_size, first.body_sha256):
             return Outcome.failed(
@@ -99,8 +122,8 @@ def _same_request(ev: Evidence, at_least: int) -> Outcome:
                 f"attempt {first.seq}: {first.body_size} B sha256 {first.body_sha256[:16]}",
                 f"attempt {a.seq}: {a.body_size} B sha256 {a.body_sha256[:16]}",
             )
-        if _headers(a) != _headers(first):
-            changed = sorted(set(_headers(a)) ^ set(_headers(first)))
+        if _headers(a, counters) != _headers(first, counters):
+            changed = sorted(set(_headers(a, counters)) ^ set(_headers(first, counters)))
             return Outcome.failed(
                 want,
                 f"attempt {a.seq} sent different headers",
@@ -207,7 +230,8 @@ register_row(
     Row(
         title="A retried JSON POST sends the same body and headers",
         requirement="A client MUST send a retried POST with exactly the body bytes and the "
-        "headers of the first attempt (the idempotency key included).",
+        "headers of the first attempt (the idempotency key included); a header that only "
+        "counts the attempts (x-stainless-retry-count: 0, 1, 2) may count on.",
         source=f"{ARTICLE}; seeds/000 §The Retryable-Error Matrix (503 retried)",
         play=one_stream(
             lambda p: [Respond(status=503), Respond(status=503), Stream(events=EVENTS)], retries=2

@@ -180,16 +180,18 @@ class accepts_any_content_type(_ClientMutant):
         client._http.event_hooks["response"].append(relabel)
 
 
-class counts_attempts_in_header(_ClientMutant):
-    """Stamps each attempt with its number (x-attempt): a retry is no longer the same request."""
+class new_idempotency_key_per_attempt(_ClientMutant):
+    """Draws a fresh Idempotency-Key for every attempt: the server can no longer tell a
+    retry from a new request."""
 
     def adjust(self, client: StreamingClient) -> None:
         counter = itertools.count(1)
 
-        async def stamp(request: httpx.Request) -> None:
-            request.headers["x-attempt"] = str(next(counter))
+        async def rekey(request: httpx.Request) -> None:
+            if "idempotency-key" in request.headers:
+                request.headers["idempotency-key"] = f"key-{next(counter)}"
 
-        client._http.event_hooks["request"].append(stamp)
+        client._http.event_hooks["request"].append(rekey)
 
 
 class new_boundary_per_attempt(_ClientMutant):
@@ -239,7 +241,7 @@ MUTANTS: dict[str, Expectation] = {
     "ignores_ids": Expectation("SC-SSE-13 or SC-SSE-14"),
     "accepts_any_content_type": Expectation("SC-SSE-15 or SC-SSE-16"),
     "one_event_per_read": Expectation("SC-SSE-17 or SC-SSE-18"),
-    "counts_attempts_in_header": Expectation("SC-POST-1"),
+    "new_idempotency_key_per_attempt": Expectation("SC-POST-1"),
     "new_boundary_per_attempt": Expectation("SC-POST-2"),
     "ignores_idempotent": Expectation("SC-POST-3 or SC-POST-4 or SC-POST-5 or SC-POST-6"),
     "marks_sent_before_connect": Expectation("SC-POST-7", level="SHOULD"),
