@@ -578,7 +578,7 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
-            outcome = _unless_overloaded(outcome, evidence.noise)
+            outcome = _sure(case, policy, outcome, evidence)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -795,9 +795,20 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
     )
 
 
-def _unless_overloaded(outcome: Outcome, noise: Noise) -> Outcome:
-    """A failure judged while the kit's loops were starved is undecidable, not FAIL."""
-    why = None if outcome.ok or outcome.undecidable else noise.overloaded()
+def _sure(case: Case, policy: ClientPolicy, outcome: Outcome, evidence: Evidence) -> Outcome:
+    """A failure stands only where the kit is sure of it: its own loops were not starved,
+    and it holds with every moment charged the worst lag the case measured (on a
+    starved machine the harness's share of a wait can outgrow the lag seen near the
+    wait's stamps). Otherwise it is undecidable, and re-judged."""
+    if outcome.ok or outcome.undecidable:
+        return outcome
+    noise = evidence.noise
+    why = noise.overloaded()
+    if why is None and noise.measured:
+        worst = dataclasses.replace(evidence, noise=dataclasses.replace(noise, pessimistic=True))
+        again = case.check(worst, policy)
+        if again.ok or again.undecidable:
+            why = f"not with every moment charged the case's worst lag ({noise.headline()})"
     if why is None:
         return outcome
     return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")

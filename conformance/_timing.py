@@ -126,6 +126,10 @@ class Noise:
     """The lag the harness measured in its own loops while a case ran."""
 
     series: tuple[LagSeries, ...] = ()
+    # Every moment charged the case's worst lag of each loop, wherever it fell: what a
+    # FAIL must survive (conformance._runner), as a starved machine's harness share of
+    # a wait can outgrow the lag its probes saw near the wait's own stamps.
+    pessimistic: bool = False
 
     @classmethod
     def from_ledger(cls, lags: Mapping[str, Iterable[tuple[float, float]]]) -> Noise:
@@ -139,11 +143,14 @@ class Noise:
         """The harness's possible delay of anything that crossed its loops in [start, end]:
         the worst lag of each loop there, summed (one path crosses them in turn)."""
         end = start if end is None else end
-        return sum(s.worst(start, end) for s in self.series)
+        return sum(self._worst(s, start, end) for s in self.series)
 
     def source_lag(self, source: str, start: float, end: float | None = None) -> float:
         end = start if end is None else end
-        return sum(s.worst(start, end) for s in self.series if s.source == source)
+        return sum(self._worst(s, start, end) for s in self.series if s.source == source)
+
+    def _worst(self, series: LagSeries, start: float, end: float) -> float:
+        return series.longest if self.pessimistic else series.worst(start, end)
 
     def upper_slack(self, *moments: tuple[float, float]) -> float:
         """Allowance above an upper bound for a path that crossed the loops at ``moments``

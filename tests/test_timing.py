@@ -460,14 +460,37 @@ class TestOverload:
         client_only = Noise((LagSeries.from_rows("client", rows),))
         assert client_only.overloaded() is None
 
-    def test_the_runner_turns_a_starved_failure_undecidable_and_keeps_a_pass(self) -> None:
-        from conformance._runner import _unless_overloaded
+    @staticmethod
+    def _sure(outcome: Outcome, noise: Noise, pessimistic: Outcome | None = None) -> Outcome:
+        """The runner's last word on ``outcome``, from a case whose check gives
+        ``pessimistic`` when every moment is charged the worst lag (else ``outcome``)."""
+        from types import SimpleNamespace
 
-        starved = quiet_noise(0.0, 2.0, lag=0.3)
-        failed = _unless_overloaded(Outcome.failed("x", "no retry"), starved)
+        from conformance._runner import _sure
+
+        def check(ev: Evidence, policy: object) -> Outcome:
+            return pessimistic if ev.noise.pessimistic and pessimistic else outcome
+
+        evidence = Evidence((), (), (), noise=noise)
+        return _sure(SimpleNamespace(check=check), None, outcome, evidence)  # type: ignore[arg-type]
+
+    def test_a_failure_while_starved_is_undecidable(self) -> None:
+        failed = self._sure(Outcome.failed("x", "no retry"), quiet_noise(0.0, 2.0, lag=0.3))
         assert failed.undecidable
         assert not failed.ok
         assert failed.observed.startswith("no retry; the kit's own loops were starved")
+
+    def test_a_failure_must_hold_under_the_cases_worst_lag(self) -> None:
+        """Judged again with every moment charged the worst lag measured: a FAIL that
+        then passes, or is undecidable, was not sure."""
+        quiet_run = quiet_noise(0.0, 2.0)
+        fail = Outcome.failed("x", "late")
+        assert not self._sure(fail, quiet_run).undecidable  # holds either way: FAIL
+        for then in (Outcome(True, "x", "in"), Outcome.unsure("x", "hidden")):
+            again = self._sure(fail, quiet_run, pessimistic=then)
+            assert again.undecidable
+            assert "not with every moment charged the case's worst lag" in again.observed
+
+    def test_a_pass_is_left_alone(self) -> None:
         passed = Outcome(True, "x", "fine")
-        assert _unless_overloaded(passed, starved) is passed
-        assert not _unless_overloaded(Outcome.failed("x", "y"), quiet_noise(0.0, 2.0)).undecidable
+        assert self._sure(passed, quiet_noise(0.0, 2.0, lag=0.3)) is passed
