@@ -242,6 +242,7 @@ class _Context:
         self._started: dict[str, float] = {}  # when each stream was started
         self._overdue: dict[str, float] = {}  # streams waited on in vain, and for how long
         self.failures: list[str] = []  # adapter exceptions: harness errors
+        self.ran_out = False  # a wait ended at its deadline, what it waited for not there
 
     def start(self, request: StreamRequest) -> None:
         sink = StreamSink(self.deliveries, request.stream)
@@ -313,7 +314,9 @@ class _Context:
         deadline = now() + timeout
         while not predicate():
             if now() >= deadline or self.failures:
-                return predicate()
+                met = predicate()
+                self.ran_out = self.ran_out or not met
+                return met
             await asyncio.sleep(POLL)
         return True
 
@@ -564,7 +567,7 @@ class SuiteRunner:
                 # A re-judging try plays with no other case at once: the noise that left
                 # the first try undecidable may have been another lane's.
                 with self._gate.alone() if tries else contextlib.nullcontext():
-                    outcome, evidence = self._play(case, policy)
+                    outcome, evidence, ran_out = self._play(case, policy)
             except HarnessError as exc:
                 return CaseResult(
                     case,
@@ -578,7 +581,7 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
-            outcome = _sure(case, policy, outcome, evidence)
+            outcome = _sure(case, policy, outcome, evidence, ran_out)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -635,7 +638,8 @@ class SuiteRunner:
         reason = case.applies(profile.at(self.timing), case.transport)
         return ("profile", f"not applicable to {profile.key}: {reason}") if reason else None
 
-    def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence]:
+    def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence, bool]:
+        """The case's outcome, its evidence, and whether one of its waits ran out."""
         ctx_holder: list[_Context] = []
         timeout = self.case_timeout
         self._measure_lag(True)
@@ -651,7 +655,7 @@ class SuiteRunner:
         ctx = ctx_holder[0]
         if ctx.failures:
             raise HarnessError("; ".join(ctx.failures))
-        return name_endings(case.check(evidence, policy), evidence), evidence
+        return name_endings(case.check(evidence, policy), evidence), evidence, ctx.ran_out
 
     def _measure_lag(self, on: bool) -> None:
         """The harness measures its own noise in every loop that stamps or waits, while a
@@ -795,15 +799,19 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
     )
 
 
-def _sure(case: Case, policy: ClientPolicy, outcome: Outcome, evidence: Evidence) -> Outcome:
-    """A failure stands only where the kit is sure of it: its own loops were not starved,
-    and it holds with every moment charged the worst lag the case measured (on a
-    starved machine the harness's share of a wait can outgrow the lag seen near the
+def _sure(
+    case: Case, policy: ClientPolicy, outcome: Outcome, evidence: Evidence, ran_out: bool
+) -> Outcome:
+    """A failure stands only where the kit is sure of it: no wait of the case ran out
+    while the kit's own loops were starved (what it waited for may have been late for
+    the kit's slowness: a 5 MiB event that starves them by itself and arrives cut still
+    FAILs), and it holds with every moment charged the worst lag the case measured (on
+    a starved machine the harness's share of a wait can outgrow the lag seen near the
     wait's stamps). Otherwise it is undecidable, and re-judged."""
     if outcome.ok or outcome.undecidable:
         return outcome
     noise = evidence.noise
-    why = noise.overloaded()
+    why = noise.overloaded() if ran_out else None
     if why is None and noise.measured:
         worst = dataclasses.replace(evidence, noise=dataclasses.replace(noise, pessimistic=True))
         again = case.check(worst, policy)

@@ -461,7 +461,12 @@ class TestOverload:
         assert client_only.overloaded() is None
 
     @staticmethod
-    def _sure(outcome: Outcome, noise: Noise, pessimistic: Outcome | None = None) -> Outcome:
+    def _sure(
+        outcome: Outcome,
+        noise: Noise,
+        pessimistic: Outcome | None = None,
+        ran_out: bool = True,
+    ) -> Outcome:
         """The runner's last word on ``outcome``, from a case whose check gives
         ``pessimistic`` when every moment is charged the worst lag (else ``outcome``)."""
         from types import SimpleNamespace
@@ -472,13 +477,19 @@ class TestOverload:
             return pessimistic if ev.noise.pessimistic and pessimistic else outcome
 
         evidence = Evidence((), (), (), noise=noise)
-        return _sure(SimpleNamespace(check=check), None, outcome, evidence)  # type: ignore[arg-type]
+        case = SimpleNamespace(check=check)
+        return _sure(case, None, outcome, evidence, ran_out)  # type: ignore[arg-type]
 
-    def test_a_failure_while_starved_is_undecidable(self) -> None:
+    def test_a_wait_that_ran_out_while_starved_is_undecidable(self) -> None:
         failed = self._sure(Outcome.failed("x", "no retry"), quiet_noise(0.0, 2.0, lag=0.3))
         assert failed.undecidable
         assert not failed.ok
         assert failed.observed.startswith("no retry; the kit's own loops were starved")
+
+    def test_a_failure_no_deadline_decided_stands_while_starved(self) -> None:
+        """A 5 MiB event starves the kit's loops by itself; delivered cut, it still FAILs."""
+        cut = Outcome.failed("the event whole", "1 MiB of 5")
+        assert not self._sure(cut, quiet_noise(0.0, 2.0, lag=0.3), ran_out=False).undecidable
 
     def test_a_failure_must_hold_under_the_cases_worst_lag(self) -> None:
         """Judged again with every moment charged the worst lag measured: a FAIL that
