@@ -581,7 +581,7 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
-            outcome = _sure(case, policy, outcome, evidence, ran_out)
+            outcome = _sure(outcome, evidence.noise, ran_out)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -799,24 +799,14 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
     )
 
 
-def _sure(
-    case: Case, policy: ClientPolicy, outcome: Outcome, evidence: Evidence, ran_out: bool
-) -> Outcome:
-    """A failure stands only where the kit is sure of it: no wait of the case ran out
-    while the kit's own loops were starved (what it waited for may have been late for
-    the kit's slowness: a 5 MiB event that starves them by itself and arrives cut still
-    FAILs), and it holds with every moment charged the worst lag the case measured (on
-    a starved machine the harness's share of a wait can outgrow the lag seen near the
-    wait's stamps). Otherwise it is undecidable, and re-judged."""
+def _sure(outcome: Outcome, noise: Noise, ran_out: bool) -> Outcome:
+    """A failure stands unless one of the case's waits ran out while the kit's own loops
+    were starved: what it waited for may have been late for the kit's slowness (a 5 MiB
+    event that starves them by itself and arrives cut still FAILs). Otherwise it is
+    undecidable, and re-judged."""
     if outcome.ok or outcome.undecidable:
         return outcome
-    noise = evidence.noise
     why = noise.overloaded() if ran_out else None
-    if why is None and noise.measured:
-        worst = dataclasses.replace(evidence, noise=dataclasses.replace(noise, pessimistic=True))
-        again = case.check(worst, policy)
-        if again.ok or again.undecidable:
-            why = f"not with every moment charged the case's worst lag ({noise.headline()})"
     if why is None:
         return outcome
     return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")

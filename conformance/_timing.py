@@ -126,10 +126,6 @@ class Noise:
     """The lag the harness measured in its own loops while a case ran."""
 
     series: tuple[LagSeries, ...] = ()
-    # Every moment charged the case's worst lag of each loop, wherever it fell: what a
-    # FAIL must survive (conformance._runner), as a starved machine's harness share of
-    # a wait can outgrow the lag its probes saw near the wait's own stamps.
-    pessimistic: bool = False
 
     @classmethod
     def from_ledger(cls, lags: Mapping[str, Iterable[tuple[float, float]]]) -> Noise:
@@ -141,16 +137,22 @@ class Noise:
 
     def lag(self, start: float, end: float | None = None) -> float:
         """The harness's possible delay of anything that crossed its loops in [start, end]:
-        the worst lag of each loop there, summed (one path crosses them in turn)."""
+        the worst lag of each loop, summed, as one path crosses them in turn. The loops are
+        looked at again over the window widened by the lag found so far, until it grows
+        no more: a request held up by one loop meets the next that much earlier or later
+        (a proxy stall, then the server's queue), not only near the stamp."""
         end = start if end is None else end
-        return sum(self._worst(s, start, end) for s in self.series)
+        found = 0.0
+        for _ in range(len(self.series) + 1):  # to a fixed point: each pass only widens
+            widened = sum(s.worst(start - found, end + found) for s in self.series)
+            if widened <= found:
+                break
+            found = widened
+        return found
 
     def source_lag(self, source: str, start: float, end: float | None = None) -> float:
         end = start if end is None else end
-        return sum(self._worst(s, start, end) for s in self.series if s.source == source)
-
-    def _worst(self, series: LagSeries, start: float, end: float) -> float:
-        return series.longest if self.pessimistic else series.worst(start, end)
+        return sum(s.worst(start, end) for s in self.series if s.source == source)
 
     def upper_slack(self, *moments: tuple[float, float]) -> float:
         """Allowance above an upper bound for a path that crossed the loops at ``moments``
