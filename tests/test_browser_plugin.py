@@ -31,12 +31,12 @@ def test_a_page_passes_the_cases_it_handles(tester: pytest.Pytester) -> None:
 def test_the_native_eventsource_runs_under_the_profile_it_declares(
     tester: pytest.Pytester,
 ) -> None:
-    args = suite("browser:eventsource", "SC-SSE-15", "SC-RETRY-1", "SC-BREAKER-1")
+    args = suite("browser:eventsource", "SC-SSE-15", "SC-SSE-29", "SC-BREAKER-1")
     result = tester.runpytest_subprocess(*args, "--streamcheck-report=report.json", "-q")
     report = json.loads((tester.path / "report.json").read_text())
     verdicts = {c["id"]: (c["verdict"], c["profile"]) for c in report["cases"]}
     assert verdicts == {
-        "SC-RETRY-1": ("FAIL", "html-eventsource@1"),  # the page never sees the 400
+        "SC-SSE-29": ("FAIL", "html-eventsource@1"),  # it cannot send a first Last-Event-ID
         "SC-BREAKER-1": ("UNSUPPORTED", "html-eventsource@1"),  # EventSource has none
         "SC-SSE-15": ("PASS", "html-eventsource@1"),  # a 200 not text/event-stream fails
     }, result.stdout.str()

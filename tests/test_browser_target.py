@@ -265,7 +265,9 @@ def _in_a_child(body: str) -> subprocess.Popen[str]:
     )
 
 
-def test_closing_the_last_adapter_leaves_no_browser() -> None:
+def test_no_browser_is_left_after_a_close_or_a_killed_python() -> None:
+    """In a child process: the last adapter's close ends the browser; then a second
+    browser, and the child is SIGKILLed: Playwright's driver takes it down."""
     need_chromium()
     child = _in_a_child(
         textwrap.dedent(
@@ -282,37 +284,21 @@ def test_closing_the_last_adapter_leaves_no_browser() -> None:
                 while browser_processes() and time.monotonic() < deadline:
                     await asyncio.sleep(0.1)
                 print(sorted(browser_processes()), flush=True)
+                await BrowserAdapter(None).start()
+                print(" ".join(map(str, sorted(browser_processes()))), flush=True)
+                await asyncio.sleep(60)
 
             asyncio.run(main())
             """
         )
     )
-    out, _ = child.communicate(timeout=60)
-    running, left = out.splitlines()
-    assert int(running) >= 2  # the driver and Chromium, at least
-    assert left == "[]"
-
-
-def test_a_killed_python_leaves_no_browser() -> None:
-    need_chromium()
-    script = textwrap.dedent(
-        """
-        from browser_support import browser_processes
-        from pytest_streamcheck._browser import BrowserAdapter
-
-        async def main():
-            await BrowserAdapter(None).start()
-            print(" ".join(map(str, sorted(browser_processes()))), flush=True)
-            await asyncio.sleep(60)
-
-        asyncio.run(main())
-        """
-    )
-    child = _in_a_child(script)
     try:
         assert child.stdout is not None
-        pids = [int(p) for p in child.stdout.readline().split()]
-        assert pids, "the child started no browser"
+        running, left, second = (child.stdout.readline() for _ in range(3))
+        assert int(running) >= 2  # the driver and Chromium, at least
+        assert left.strip() == "[]"
+        pids = [int(p) for p in second.split()]
+        assert pids, "the child started no second browser"
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
