@@ -695,7 +695,9 @@ class SuiteRunner:
         except SetupFailed as exc:
             raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:
+            ran_out = ctx.ran_out  # settling is the kit's own tidying, not the case's wait
             await ctx.wait_until(lambda: all(a.finished for a in ctx.ledger.attempts()), SETTLE)
+            ctx.ran_out = ran_out
             await ctx.close()
         return Evidence(
             attempts=ctx.ledger.attempts(),
