@@ -34,7 +34,8 @@ FaultKind = Literal["passthrough", "reset", "blackhole", "latency", "bandwidth",
 Direction = Literal["downstream", "upstream"]
 
 _T = TypeVar("_T")
-_Chunk = tuple[float, bytes]  # (arrival time at the proxy, bytes); b"" is the upstream's FIN
+# (arrival time at the proxy, bytes); b"" is the upstream's FIN, None its reset
+_Chunk = tuple[float, bytes | None]
 
 _READ_SIZE = 65536
 # Bytes read from upstream and not yet delivered; beyond that, backpressure reaches upstream.
@@ -43,11 +44,11 @@ _READ_SIZE = 65536
 # the delay. Latency is exact while the bytes in flight fit in this budget.
 _READ_AHEAD_BYTES = 4 * 1024 * 1024
 _READ_AHEAD_CHUNKS = 65536  # and as many chunks at most (tiny reads cost memory too)
-_FLUSH_LIMIT = 0.25  # longest wait for the kernel to send our bytes before an RST
+_FLUSH_LIMIT = 0.25  # longest wait for the client's kernel to have our bytes before an RST
 _FLUSH_POLL = 0.001
 _CLOSE_LIMIT = 0.25  # longest wait for a graceful close before aborting
 _CONTROL_TIMEOUT = 5.0
-_SIOCOUTQNSD = 0x894B  # Linux ioctl: bytes written to a TCP socket but not yet sent
+_SIOCOUTQ = 0x5411  # Linux ioctl (TIOCOUTQ): bytes written and not yet acknowledged
 # Faults that only shape timing: an open connection can move between them mid-stream.
 _SHAPING: frozenset[FaultKind] = frozenset({"passthrough", "latency", "bandwidth"})
 
@@ -497,8 +498,8 @@ class _Link:
         while True:
             try:
                 data = await reader.read(_READ_SIZE)
-            except OSError:
-                self.end("upstream", reset=True)
+            except OSError:  # the client still gets every byte read before it, then the RST
+                await chunks.put((now(), None))
                 return
             await chunks.put((now(), data))
             if not data:
@@ -509,6 +510,10 @@ class _Link:
             arrived, data = await chunks.get()
             if self.fault.kind == "blackhole":
                 continue  # swallowed, the upstream's FIN too: a blackhole never closes
+            if data is None:  # after every byte before it was delivered, and read
+                await self._reset_after_delivery()
+                self.end("upstream", reset=True)
+                return
             if not data:  # after every byte before it was delivered
                 self.end("upstream", reset=False)
                 return
@@ -553,9 +558,14 @@ class _Link:
         self._sent_down += len(piece)
         self._record.add_bytes(down=len(piece))
 
+    async def _reset_after_delivery(self) -> None:
+        """Before an RST: the client's kernel has acknowledged the bytes (no pause beyond
+        that: the server stamped the failure, and a client's reaction is timed from it)."""
+        await _flush_kernel(self._client_w)
+
     async def _trip(self, fault: Fault) -> None:
         if fault.kind == "reset":
-            await _flush_kernel(self._client_w)
+            await self._reset_after_delivery()
             self.end("proxy", reset=True)
         else:
             self.end("proxy", reset=False)
@@ -577,14 +587,14 @@ class _ReadAhead:
         async with self._changed:
             await self._changed.wait_for(self._room)
             self._chunks.append(chunk)
-            self._bytes += len(chunk[1])
+            self._bytes += len(chunk[1] or b"")
             self._changed.notify_all()
 
     async def get(self) -> _Chunk:
         async with self._changed:
             await self._changed.wait_for(lambda: bool(self._chunks))
             chunk = self._chunks.popleft()
-            self._bytes -= len(chunk[1])
+            self._bytes -= len(chunk[1] or b"")
             self._changed.notify_all()
             return chunk
 
@@ -612,20 +622,23 @@ def _abort_with_rst(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
-async def _flush_kernel(writer: asyncio.StreamWriter) -> None:
-    """Wait briefly until the kernel has sent what we wrote: an RST discards unsent bytes."""
+async def _flush_kernel(writer: asyncio.StreamWriter) -> bool:
+    """Wait briefly until the client's kernel acknowledged what we wrote (an RST discards
+    bytes not yet sent); False if it did not within _FLUSH_LIMIT (a client that stopped
+    reading: its window is full)."""
     sock = writer.get_extra_info("socket")
     if sock is None:
-        return
+        return False
     for _ in range(int(_FLUSH_LIMIT / _FLUSH_POLL)):  # kernel state: polling is the only way
-        if _unsent_bytes(sock.fileno()) <= 0:
-            return
+        if _unacked_bytes(sock.fileno()) <= 0:
+            return True
         await asyncio.sleep(_FLUSH_POLL)
+    return False
 
 
-def _unsent_bytes(fd: int) -> int:
+def _unacked_bytes(fd: int) -> int:
     try:
-        raw = fcntl.ioctl(fd, _SIOCOUTQNSD, b"\0\0\0\0")
+        raw = fcntl.ioctl(fd, _SIOCOUTQ, b"\0\0\0\0")
     except OSError:
         return 0  # not Linux: nothing to wait for that we can see
     return int.from_bytes(raw, sys.byteorder, signed=True)

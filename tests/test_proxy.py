@@ -8,6 +8,7 @@ deadlines, never a bare sleep.
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -510,3 +511,26 @@ def test_latency_delays_each_chunk_by_exactly_the_set_amount() -> None:
     assert min(delays) >= latency - EARLY
     assert max(delays) <= latency + 0.15, f"worst chunk delay {max(delays):.3f} s"
     assert took <= records * gap + latency + 0.3  # the stream is not stretched
+
+
+def test_an_upstream_reset_comes_after_the_bytes_read_before_it() -> None:
+    """The server sends 5,000 bytes and resets; a latency fault holds them in the proxy
+    when the reset arrives. The client gets every byte, then the reset (the proxy used
+    to reset the client at once, dropping what the server had sent)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"x" * 5000)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    threading.Thread(target=serve, daemon=True).start()
+    with FaultProxy(listener.getsockname()) as proxy, listener:
+        proxy.set_fault(Fault.latency(0.3))
+        with socket.create_connection(address(proxy), timeout=WAIT) as sock:
+            sock.sendall(request("/"))
+            reading = read_all(sock)
+    assert reading.data == b"x" * 5000
+    assert reading.ending == "reset"
