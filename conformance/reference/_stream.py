@@ -18,19 +18,10 @@ from typing import Any, Self, cast
 
 import httpx
 
+import conformance.reference._errors as errors
 from conformance.reference._attempt import _Attempt, _Buffer, _drop_replays, _numeric_id, _Wake
 from conformance.reference._breaker import Admit, CircuitBreaker, NoBreaker, RatioBreaker
 from conformance.reference._config import ClientPolicy
-from conformance.reference._errors import (
-    CircuitOpen,
-    GaveUp,
-    NonRetryableStatus,
-    NotIdempotent,
-    Offline,
-    Stalled,
-    StreamError,
-    Truncated,
-)
 from conformance.reference._policy import Failure, FailureKind, GiveUp, Retry, RetryState, Surface
 from conformance.reference._request import (
     _DRAIN_SECONDS,
@@ -301,7 +292,7 @@ class EventStream:
             if isinstance(verdict, Admit):
                 return verdict.probe
             if self.attempts == 0:
-                raise CircuitOpen(verdict.until)
+                raise errors.CircuitOpen(verdict.until)
             delay = max(0.0, verdict.until - self._shared.clock())
             self._set_state(State.BREAKER_OPEN, "circuit open", delay=delay)
             await self._pause(delay)
@@ -603,23 +594,23 @@ class EventStream:
         self._shared.breaker.probe_abandoned(self._shared.clock())
         self._shared.probe_resolved()
 
-    def _error(self, decision: GiveUp | Surface, failure: Failure, body: str) -> StreamError:
+    def _error(self, decision: GiveUp | Surface, failure: Failure, body: str) -> errors.StreamError:
         if decision.reason == "not_idempotent":
-            return NotIdempotent(failure)
+            return errors.NotIdempotent(failure)
         if isinstance(decision, GiveUp) and decision.reason != "non_retryable":
-            return GaveUp(self.attempts, failure)  # "exhausted"
+            return errors.GaveUp(self.attempts, failure)  # "exhausted"
         # Surfaced after the commit, or a failure the matrix never retries.
         kind = failure.kind
         if kind == "status" and failure.status is not None:
-            return NonRetryableStatus(failure.status, body)
+            return errors.NonRetryableStatus(failure.status, body)
         committed = self._retry.committed
         if kind == "stall":
-            return Stalled(committed=committed)
+            return errors.Stalled(committed=committed)
         if kind == "offline":
-            return Offline()
+            return errors.Offline()
         if committed:
-            return Truncated(clean=kind == "truncated")
-        return GaveUp(self.attempts, failure)
+            return errors.Truncated(clean=kind == "truncated")
+        return errors.GaveUp(self.attempts, failure)
 
     # -- called through the shared state (by the client) -------------------------------------------
     def _went_offline(self) -> None:
