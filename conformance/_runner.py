@@ -581,7 +581,7 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
-            outcome = _sure(outcome, evidence.noise, ran_out)
+            outcome = _sure(outcome, evidence, ran_out)
             if not outcome.undecidable:
                 return CaseResult(
                     case,
@@ -801,17 +801,27 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
     )
 
 
-def _sure(outcome: Outcome, noise: Noise, ran_out: bool) -> Outcome:
-    """A failure stands unless one of the case's waits ran out while the kit's own loops
-    were starved: what it waited for may have been late for the kit's slowness (a 5 MiB
-    event that starves them by itself and arrives cut still FAILs). Otherwise it is
-    undecidable, and re-judged."""
+def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
+    """A failure stands unless a deadline ran out while the kit's own loops were starved:
+    one of the case's waits, or the client's own timer where the script stalled nothing
+    (a 302 that a starved server took 450 ms to send met a 300 ms first-chunk timer, and
+    the client's retry began a second redirect chain). What it waited for may have been
+    late for the kit's slowness; such a failure is undecidable, and re-judged. A failure
+    no deadline decided stands: a 5 MiB event that starves the loops by itself and
+    arrives cut still FAILs."""
     if outcome.ok or outcome.undecidable:
         return outcome
-    why = noise.overloaded() if ran_out else None
+    why = evidence.noise.overloaded() if ran_out or _timer_fired(evidence) else None
     if why is None:
         return outcome
     return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")
+
+
+def _timer_fired(evidence: Evidence) -> bool:
+    """The client gave up on a silence the script did not play (its own timer fired)."""
+    if any(a.stall is not None for a in evidence.attempts):
+        return False
+    return any(d.state == "stalled" or d.error == "stalled" for d in evidence.deliveries)
 
 
 def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:

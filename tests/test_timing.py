@@ -461,10 +461,23 @@ class TestOverload:
         assert client_only.overloaded() is None
 
     @staticmethod
-    def _sure(outcome: Outcome, noise: Noise, ran_out: bool = True) -> Outcome:
+    def _sure(
+        outcome: Outcome, noise: Noise, ran_out: bool = True, deliveries: tuple = ()
+    ) -> Outcome:
         from conformance._runner import _sure
 
-        return _sure(outcome, noise, ran_out)
+        return _sure(outcome, Evidence((), (), deliveries, noise=noise), ran_out)
+
+    def test_the_clients_own_timer_firing_while_starved_is_undecidable(self) -> None:
+        """No wait of the case ran out, but the client gave up on a silence the script
+        never played: its timer may have fired on the kit's slowness."""
+        from conformance import Delivery
+
+        stalled = (Delivery(1.0, "s1", "state", state="stalled"),)
+        starved = quiet_noise(0.0, 2.0, lag=0.3)
+        fail = Outcome.failed("at most 21 requests", "36 requests")
+        assert self._sure(fail, starved, ran_out=False, deliveries=stalled).undecidable
+        assert not self._sure(fail, quiet_noise(0.0, 2.0), False, stalled).undecidable
 
     def test_a_wait_that_ran_out_while_starved_is_undecidable(self) -> None:
         failed = self._sure(Outcome.failed("x", "no retry"), quiet_noise(0.0, 2.0, lag=0.3))
