@@ -473,7 +473,7 @@ class TestOverload:
         never played: its timer may have fired on the kit's slowness."""
         from conformance import Delivery
 
-        stalled = (Delivery(1.0, "s1", "state", state="stalled"),)
+        stalled = (Delivery("s1", "state", 1.0, state="stalled"),)
         starved = quiet_noise(0.0, 2.0, lag=0.3)
         fail = Outcome.failed("at most 21 requests", "36 requests")
         assert self._sure(fail, starved, ran_out=False, deliveries=stalled).undecidable
