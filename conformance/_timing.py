@@ -137,18 +137,9 @@ class Noise:
 
     def lag(self, start: float, end: float | None = None) -> float:
         """The harness's possible delay of anything that crossed its loops in [start, end]:
-        the worst lag of each loop, summed, as one path crosses them in turn. The loops are
-        looked at again over the window widened by the lag found so far, until it grows
-        no more: a request held up by one loop meets the next that much earlier or later
-        (a proxy stall, then the server's queue), not only near the stamp."""
+        the worst lag of each loop there, summed (one path crosses them in turn)."""
         end = start if end is None else end
-        found = 0.0
-        for _ in range(len(self.series) + 1):  # to a fixed point: each pass only widens
-            widened = sum(s.worst(start - found, end + found) for s in self.series)
-            if widened <= found:
-                break
-            found = widened
-        return found
+        return sum(s.worst(start, end) for s in self.series)
 
     def source_lag(self, source: str, start: float, end: float | None = None) -> float:
         end = start if end is None else end

@@ -493,15 +493,3 @@ class TestOverload:
     def test_a_pass_is_left_alone(self) -> None:
         passed = Outcome(True, "x", "fine")
         assert self._sure(passed, quiet_noise(0.0, 2.0, lag=0.3)) is passed
-
-
-def test_a_stall_one_loop_earlier_on_the_path_counts() -> None:
-    """The server queued the request 60 ms right at its stamp; before that, the proxy
-    had held it in a 300 ms stall that ended 50 ms before the stamp, outside the stamp's
-    own reach. One path crosses the loops in turn: the proxy's stall counts too."""
-    at = 10.0
-    server = LagSeries.from_rows("server", [(at - 0.005, at + 0.055)])
-    proxy = LagSeries.from_rows("proxy", [(at - 0.35, at - 0.05)])
-    noise = Noise((proxy, server))
-    assert proxy.worst(at - REACH, at) == 0.0  # near the stamp alone it is not seen
-    assert noise.lag(at - REACH, at) == pytest.approx(0.06 + 0.3)
