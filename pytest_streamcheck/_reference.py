@@ -68,7 +68,16 @@ class ReferenceAdapter:
         if client is None:
             rng = random.Random(f"{self._seed}:{key}")
             # On the kit clock, as the ledger and the deliveries are.
-            client = StreamingClient(self._policy, rng=rng, on_state=self._on_state(key), clock=now)
+            # Not from the environment: the kit's traffic stays on loopback, and reading
+            # os.environ while pytest writes PYTEST_CURRENT_TEST from the main thread
+            # raised KeyError in a lane (a herd's client is made mid-case).
+            client = StreamingClient(
+                self._policy,
+                rng=rng,
+                on_state=self._on_state(key),
+                clock=now,
+                trust_env=False,
+            )
             if self._offline:
                 client.offline()
             self._clients[key] = client

@@ -243,3 +243,19 @@ async def test_offline_and_online_cut_short_a_sleep_that_never_ends() -> None:
         await log.reached(State.RETRYING, count=2)  # the next attempt failed in its turn
         assert stream.attempts == 2
         task.cancel()
+
+
+@pytest.mark.asyncio
+async def test_the_kits_adapter_reads_no_proxy_settings_from_the_environment() -> None:
+    """Its traffic stays on loopback, and reading os.environ while pytest writes it from
+    the main thread raised KeyError in a lane; a user's client keeps httpx's default."""
+    from conformance.reference import StreamingClient
+
+    users = StreamingClient()
+    kits = StreamingClient(trust_env=False)
+    try:
+        assert users._http.trust_env
+        assert not kits._http.trust_env
+    finally:
+        await users.aclose()
+        await kits.aclose()

@@ -78,6 +78,7 @@ class StreamingClient:
         terminal: Callable[[SSEEvent], bool] = default_terminal,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
+        trust_env: bool = True,
     ) -> None:
         """Creates a client.
 
@@ -94,6 +95,8 @@ class StreamingClient:
             sleep: Awaited with the seconds of every wait between attempts (backoff,
                 Retry-After, an open breaker); ``offline()`` and ``online()`` cut it
                 short. A test can pass one that returns at once.
+            trust_env: Whether the httpx client it creates reads proxy settings from the
+                environment (httpx's default).
         """
         policy = policy or ClientPolicy()
         self._owns_http = http is None
@@ -101,6 +104,7 @@ class StreamingClient:
             timeout=httpx.Timeout(None, connect=policy.connect_timeout),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
             verify=_ssl_context(),
+            trust_env=trust_env,
         )
         self._shared = _Shared(
             policy=policy,
