@@ -390,9 +390,16 @@ class BrowserAdapter(Peer):
 
     async def _send(self, command: Mapping[str, Any]) -> None:
         self._check_usable()
-        fault = await self._on_host(
-            self._evaluate(command), self.command_timeout, f"sending `{command['cmd']}`"
-        )
+        try:
+            fault = await self._on_host(
+                self._evaluate(command), self.command_timeout, f"sending `{command['cmd']}`"
+            )
+        except HarnessError:
+            raise
+        except Exception:  # the page closed under it: a breach closes it, and says why
+            if self._failure is None:
+                raise
+            raise HarnessError(self._failure) from None
         if fault is not None:
             self._fail(f"threw from streamcheck.command({{cmd: {command['cmd']!r}}}): {fault}")
             self._check_usable()
