@@ -24,7 +24,6 @@ from conformance._stats import (
     HERD_RANGE,
     HERD_RISK,
     HERD_WINDOW,
-    QUIET_SHARE,
     herd_limit,
     herd_outcome,
     jitter_outcome,
@@ -34,6 +33,7 @@ from conformance._stats import (
     too_noisy,
 )
 from conformance._timing import (
+    OVERLOAD_P99,
     PATH_FLOOR,
     UNMEASURED_SLACK,
     Noise,
@@ -776,13 +776,12 @@ def test_the_runner_quiets_the_collector_for_the_many_client_cases():
 
 @pytest.mark.parametrize("case_id", ["SC-BACKOFF-9", "SC-BACKOFF-11"])
 def test_a_starved_machine_leaves_the_statistics_undecidable(case_id):
-    """Every loop steadily late by more than QUIET_SHARE of the jitter span: the fifty
-    clients' statistics are undecidable before any rule, even on records that would
-    fail, as a late retry then is noise too (the runner re-judges at x4, x12)."""
-    spread = first_delay_range(tuned(case_id).backoff)
-    starved = quiet_noise(-1.0, 10.0, lag=1.5 * QUIET_SHARE * (spread[1] - spread[0]))
-    assert too_noisy(starved, spread) is not None
-    assert too_noisy(quiet_noise(-1.0, 10.0), spread) is None
+    """Every loop steadily later than OVERLOAD_P99: the fifty clients' statistics are
+    undecidable before any rule, even on records that would fail, as a late retry then
+    is noise too (the runner re-judges at x4, x12)."""
+    starved = quiet_noise(-1.0, 10.0, lag=1.5 * OVERLOAD_P99)
+    assert too_noisy(starved) is not None
+    assert too_noisy(quiet_noise(-1.0, 10.0)) is None
     outcome = check(case_id, [], noise=starved)  # no client retried at all
     assert outcome.undecidable
     assert "too noisy to judge fifty clients" in outcome.observed

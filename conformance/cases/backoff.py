@@ -539,7 +539,7 @@ def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
 
 def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
     spread = first_delay_range(policy.backoff)
-    if noisy := too_noisy(ev.noise, spread):  # before any rule: a late retry is noise too
+    if noisy := too_noisy(ev.noise):  # before any rule: a late retry is noise too
         return Outcome.unsure(f"{JITTER_CLIENTS} clients' first delays", noisy)
     samples: list[Wait] = []
     missing = 0
@@ -627,7 +627,7 @@ async def _herd_formed(ctx: CaseContext, patience: float) -> int:
 
 def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
     spread = first_delay_range(policy.backoff)
-    if noisy := too_noisy(ev.noise, spread):  # before any rule: a late reconnect is noise too
+    if noisy := too_noisy(ev.noise):  # before any rule: a late reconnect is noise too
         return Outcome.unsure(f"{HERD_CLIENTS} clients' reconnect delays", noisy)
     cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
     paths = {_herd_path(i) for i in range(HERD_CLIENTS)}
