@@ -416,13 +416,10 @@ async def _start(
     date_offset: float | None = None,  # a scripted Retry-After date, so far after sending
 ) -> None:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    # Stamped before the write: Hypercorn writes the head at once, and a client that
-    # acts on the status alone (closes, sleeps, retries) must not appear to act early.
-    at = now()
     await send({"type": "http.response.start", "status": status, "headers": raw})
     writer.update(
         status=status,
-        headers_at=at,
+        headers_at=now(),
         response_headers=tuple((k.lower(), v) for k, v in headers),
         retry_after=retry_hint(headers, date_offset),
     )

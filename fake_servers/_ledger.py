@@ -81,7 +81,7 @@ class Attempt:
     arrived_at: float
     step: int | None = None  # 0-based script step played; None if rejected before it
     status: int | None = None
-    headers_at: float | None = None  # just before the status line and headers were written
+    headers_at: float | None = None  # once the status line and headers were written
     first_byte_at: float | None = None  # first body byte
     events: tuple[SentEvent, ...] = ()
     ended_at: float | None = None

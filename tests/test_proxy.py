@@ -260,12 +260,14 @@ def test_close_after_n_bytes_is_a_clean_fin(proxy: FaultProxy, echo: EchoServer)
 
 def test_unreachable_upstream_resets_the_client() -> None:
     """With nothing listening upstream the client is reset and the ledger blames upstream."""
-    with socket.create_server(("127.0.0.1", 0)) as placeholder:
-        dead = placeholder.getsockname()[:2]
-    with FaultProxy(dead) as proxy:
-        assert exchange(address(proxy), "/").ending == "reset"
-        wait_closed(proxy, 1)
-        assert proxy.connections()[0].closed_by == "upstream"
+    # Bound and never listening, and held for the whole test: connects are refused, and
+    # no other test (an xdist worker) can take the port meanwhile, as a freed one could.
+    with socket.socket() as placeholder:
+        placeholder.bind(("127.0.0.1", 0))
+        with FaultProxy(placeholder.getsockname()[:2]) as proxy:
+            assert exchange(address(proxy), "/").ending == "reset"
+            wait_closed(proxy, 1)
+            assert proxy.connections()[0].closed_by == "upstream"
 
 
 # -- shaping -------------------------------------------------------------------------

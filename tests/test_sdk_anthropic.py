@@ -1,7 +1,7 @@
 """The real anthropic SDK against the fake server: it streams, raises its typed errors, retries.
 
-Timing bounds are server-side gaps between attempts, from the failed response's headers
-(recorded before they were written) to the next arrival: the SDK's sleep starts later, so a
+Timing bounds are server-side gaps between attempts, from the failed request's arrival
+to the next arrival: the SDK's sleep starts later, so a
 gap is never shorter than the SDK's wait (lower bounds need no slack); upper bounds get
 3 s of slack for a shared, loaded 2-core machine.
 """
