@@ -27,6 +27,8 @@ from conformance.reference import (
 )
 from fake_servers import FakeServer, Fault, FaultProxy, Gap, LedgerTimeout, Respond, Stream, now
 
+STAMP_SLACK = 0.03  # how late a loaded proxy loop may stamp a connection it accepts
+
 pytestmark = pytest.mark.asyncio
 
 COOLDOWN = 0.3
@@ -300,7 +302,9 @@ async def test_blackholed_request_is_abandoned_by_the_stall_watch(
     assert State.STALLED in log.states
     first, second = proxy.connections()
     assert first.fault == "blackhole"
-    assert 0.3 <= second.opened_at - first.opened_at <= 0.35 + SLACK
+    # The proxy stamps a connection as its loop accepts it: the first one's stamp may be
+    # late by that loop's lag, which shortens the gap (once by 6 ms in CI under xdist).
+    assert 0.3 - STAMP_SLACK <= second.opened_at - first.opened_at <= 0.35 + SLACK
 
 
 async def test_connection_reset_mid_stream_with_ids_resumes(
