@@ -311,12 +311,22 @@ class _Context:
         return entry is not None and entry[0].done()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Whether ``predicate`` came true within ``timeout``; a wait that ran out says so
+        (``ran_out``: the overload rule reads it)."""
+        met = await self._poll(predicate, timeout)
+        self.ran_out = self.ran_out or not met
+        return met
+
+    async def settle(self) -> None:
+        """Let the server record the end of in-flight attempts: the kit's own tidying,
+        not one of the case's waits."""
+        await self._poll(lambda: all(a.finished for a in self.ledger.attempts()), SETTLE)
+
+    async def _poll(self, predicate: Callable[[], bool], timeout: float) -> bool:
         deadline = now() + timeout
         while not predicate():
             if now() >= deadline or self.failures:
-                met = predicate()
-                self.ran_out = self.ran_out or not met
-                return met
+                return predicate()
             await asyncio.sleep(POLL)
         return True
 
@@ -695,9 +705,7 @@ class SuiteRunner:
         except SetupFailed as exc:
             raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:
-            ran_out = ctx.ran_out  # settling is the kit's own tidying, not the case's wait
-            await ctx.wait_until(lambda: all(a.finished for a in ctx.ledger.attempts()), SETTLE)
-            ctx.ran_out = ran_out
+            await ctx.settle()
             await ctx.close()
         return Evidence(
             attempts=ctx.ledger.attempts(),

@@ -172,9 +172,11 @@ def test_offline_fires_the_real_events_and_no_request_leaves(lane, server) -> No
         assert lane.run(adapter.evaluate("navigator.onLine")) is False
         request, sink = open_stream(server.url, log)
         future = asyncio.run_coroutine_threadsafe(adapter.stream(request, sink), lane.loop)
-        time.sleep(1.0)
+        deadline = time.monotonic() + 10
+        while not any(d.state == "retrying" for d in log.all()):  # it tried, and failed
+            assert time.monotonic() < deadline, "the page never tried while offline"
+            time.sleep(0.05)
         assert server.ledger.attempts() == ()  # the page's EventSource failed offline
-        assert any(d.state == "retrying" for d in log.all())
         back = now()
         lane.run(adapter.online())
         future.result(10)  # EventSource reconnects (3 s) and completes
