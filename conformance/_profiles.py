@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from conformance._client_profiles import CLIENT_PROFILE_ROWS
 from conformance._json import fields_json
 from conformance.reference import (
     BackoffConfig,
@@ -212,6 +213,17 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             source=_HTML_SSE,
             policy=HTML_EVENTSOURCE,
             transports=frozenset({"get"}),
+        ),
+        *(
+            Profile(
+                name=name,
+                version=1,
+                title=title,
+                source=source,
+                policy=policy,
+                transports=transports,
+            )
+            for name, (title, source, policy, transports) in CLIENT_PROFILE_ROWS.items()
         ),
     )
 }

@@ -28,7 +28,7 @@ __all__ = [
     "RetryMatrix",
 ]
 
-BackoffFamily = Literal["seed", "full", "equal", "decorrelated", "none"]
+BackoffFamily = Literal["seed", "full", "equal", "decorrelated", "proportional", "none"]
 BreakerKind = Literal["consecutive", "ratio", "none"]
 IdleRule = Literal["bytes", "data"]  # what resets the stall timer
 
@@ -132,7 +132,9 @@ class BackoffConfig:
     plus a uniform extra of 0..``jitter`` of that value. ``caps`` lists
     ``(first_attempt, cap)`` pairs: the cap in force for an attempt is the last
     pair whose first_attempt is <= the attempt (1-based). The alternatives are
-    AWS's full, equal and decorrelated jitter over the same exponential and caps.
+    AWS's full, equal and decorrelated jitter over the same exponential and caps, and
+    ``proportional``, the official SDKs' shape: the exponential times U(1 - jitter, 1]
+    (openai-python and anthropic-sdk-python: ``min(0.5 * 2**n, 8) * (1 - 0.25 * random())``).
     """
 
     family: BackoffFamily = "seed"
@@ -168,6 +170,8 @@ class BackoffConfig:
             return exp / 2, exp
         if self.family == "decorrelated":
             return self.base, self.cap(attempt)
+        if self.family == "proportional":
+            return exp * (1 - self.jitter), exp
         return exp, exp
 
 

@@ -155,6 +155,8 @@ def backoff_delay(
         last = config.base if previous is None else previous
         high = max(config.base, last * 3)
         return min(config.cap(attempt), config.base + rng.random() * (high - config.base))
+    if family == "proportional":
+        return exp * (1 - config.jitter * rng.random())
     return exp
 
 
