@@ -16,7 +16,7 @@ import re
 import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from python_multipart.exceptions import FormParserError
@@ -74,9 +74,16 @@ class Rejection:
 @dataclass(frozen=True)
 class _Request:
     method: str
-    path: str
+    path: str  # the endpoint's: the ledger counts attempts and steps by it
     query: str
     headers: Headers
+    # As sent, when an SDK appended its API's path to the endpoint used as its base URL
+    # (``Scenario.base_of``): it picks the provider's format and error shape.
+    sent_path: str = ""
+
+    @property
+    def wire_path(self) -> str:
+        return self.sent_path or self.path
 
     def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k == name), None)
@@ -128,7 +135,8 @@ class ScriptPlayer:
 
     async def __call__(self, scope: Message, receive: Receive, send: SendFn) -> None:
         arrived_at = now()
-        request = _request(scope)
+        scenario = self.scenario
+        request = _served(_request(scope), scenario)
         body = await self._read_body(receive)
         if body.closed_at is not None:
             writer = self._open(request, body, arrived_at)
@@ -136,20 +144,19 @@ class ScriptPlayer:
             writer.update(rejected="client_left")
             writer.finish("client_closed", "client left during the request body", body.closed_at)
             return
-        scenario = self.scenario
         endpoint = scenario.endpoint(request.path)
         rejection = self._intake_check(request, body, scenario, endpoint)
         writer = self._open(request, body, arrived_at)
         number = self._step_number(request.path, writer, rejected=rejection is not None)
         if rejection is not None:
-            play = self._reject(rejection, writer, send, request.path)
+            play = self._reject(rejection, writer, send, request.wire_path)
             await self._guarded(writer, receive, play)
             return
         assert endpoint is not None  # _route_check rejects unknown paths
         step_index, step = endpoint.step_for(number)
         writer.update(step=step_index, ending=step.end if isinstance(step, Stream) else None)
         if isinstance(step, Respond):
-            play = self._respond(step, writer, send, request.path)
+            play = self._respond(step, writer, send, request.wire_path)
         elif isinstance(step, Raw):
             play = self._raw(step, writer, send)
         else:
@@ -359,7 +366,7 @@ class ScriptPlayer:
         plan = plan_stream(
             step,
             seed=seed,
-            path=request.path,
+            path=request.wire_path,
             attempt=number,
             last_event_id=request.header("last-event-id"),
             call=call,
@@ -529,7 +536,7 @@ def _call(request: _Request, body: _Body) -> Call:
     if content_type == b"application/json":
         value = _json_value(bytes(body.data))  # a POST's was checked; a GET's may be anything
         parsed = value if isinstance(value, dict) else None
-    return Call(path=request.path, body=parsed, body_size=body.size)
+    return Call(path=request.wire_path, body=parsed, body_size=body.size)
 
 
 def _request(scope: Message) -> _Request:
@@ -543,6 +550,15 @@ def _request(scope: Message) -> _Request:
         query=scope["query_string"].decode("latin-1"),
         headers=headers,
     )
+
+
+def _served(request: _Request, scenario: Scenario) -> _Request:
+    """The request as its endpoint serves it: an SDK's path under a base URL maps to it."""
+    if scenario.endpoint(request.path) is None:
+        base = scenario.base_of(request.path)
+        if base is not None:
+            return replace(request, path=base.path, sent_path=request.path)
+    return request
 
 
 def check_json(body: bytes) -> Rejection | None:

@@ -20,6 +20,7 @@ from fake_servers._limits import (
     MAX_SEED,
     MAX_STEPS,
 )
+from fake_servers._providers import provider_for_path
 from fake_servers._validate import (
     ScenarioError,
     check_choice,
@@ -337,6 +338,23 @@ class Scenario:
             (e for e in self.endpoints if "{" in e.path and _pattern(e.path).fullmatch(path)),
             None,
         )
+
+    def base_of(self, path: str) -> Endpoint | None:
+        """The endpoint an SDK used as its base URL for ``path``, if any.
+
+        SDKs append their API's path to a base URL (``/v1/stream`` + ``/chat/completions``,
+        + ``/v1/messages``): a request under an endpoint's path that ends like a provider's
+        API is served by that endpoint, in that provider's format (``format="auto"``).
+        The longest such endpoint path wins; patterns never serve as a base.
+        """
+        if provider_for_path(path) is None:
+            return None
+        bases = [
+            e
+            for e in self.endpoints
+            if "{" not in e.path and path.startswith(e.path.rstrip("/") + "/")
+        ]
+        return max(bases, key=lambda e: len(e.path), default=None)
 
 
 @functools.lru_cache(maxsize=256)
