@@ -39,6 +39,10 @@ class AdapterInfo:
     # A client that cannot take its policy from the kit names the profile it follows;
     # the suite then runs that profile at its real timing.
     profile: str | None = None
+    # The wire format the client speaks on a plain endpoint (an SDK that appends its own
+    # path to the base URL gets its provider's anyway): "openai", "responses",
+    # "anthropic", "gemini"; None: the run's --streamcheck-format, else "auto".
+    wire_format: str | None = None
 
 
 @dataclass(frozen=True)

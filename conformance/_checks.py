@@ -20,6 +20,7 @@ __all__ = [
     "REACTION_DEADLINE",
     "all_of",
     "answer",
+    "answer_chunks",
     "delivered_exactly",
     "ended_with_done",
     "ended_with_error",
@@ -82,9 +83,20 @@ def same_data(got: str, sent: str) -> bool:
         return False
 
 
+def answer_chunks(ev: Evidence, stream: str = "s1") -> list[str]:
+    """The data of the chunks the consumer got, less the provider format's own events
+    (message_start, the finish chunk: ledger kind ``frame``) that a client handing over
+    every event delivers too."""
+    got = [d.data for d in ev.chunks(stream)]
+    frames = {e.data for a in ev.attempts for e in a.events if e.kind == "frame"}
+    if not frames:
+        return got
+    return [g for g in got if not any(same_data(g, f) for f in frames)]
+
+
 def delivered_exactly(ev: Evidence, expected: list[str], stream: str = "s1") -> Outcome:
     """The consumer got exactly ``expected``, in order: no duplicate, no gap, no splice."""
-    got = [d.data for d in ev.chunks(stream)]
+    got = answer_chunks(ev, stream)
     want = f"exactly {len(expected)} chunk(s), the server's sequence, each once"
     if len(got) == len(expected) and all(map(same_data, got, expected)):
         return Outcome.passed(want, f"{len(got)} chunk(s), in order")
@@ -186,7 +198,7 @@ def _delivered_indices(ev: Evidence, stream: str) -> set[int]:
     answer's order."""
     ans = answer(ev)
     order = sorted(ans)
-    got = [d.data for d in ev.chunks(stream)]
+    got = answer_chunks(ev, stream)
     out: set[int] = set()
     for index, data in zip(order, got, strict=False):
         if not same_data(data, ans[index]):

@@ -104,6 +104,7 @@ class RunSettings(TypedDict, total=False):
     timing: Timing | None
     seed: int
     case_timeout: float
+    wire_format: str | None
 
 
 class HarnessError(Exception):
@@ -374,6 +375,7 @@ class SuiteRunner:
         case_timeout: float = CASE_TIMEOUT,
         gate: Gate | None = None,
         budget: RejudgeBudget | None = None,
+        wire_format: str | None = None,
     ) -> None:
         self._factory = adapter_factory
         # None: the profile the client declares (AdapterInfo.profile), known once it starts
@@ -382,7 +384,9 @@ class SuiteRunner:
         self._timing = timing
         self.seed = seed
         self.case_timeout = case_timeout
-        self.server = FakeServer()
+        # None: the one the client declares (AdapterInfo.wire_format), else "auto"
+        self._wire_format = wire_format
+        self.server = FakeServer(wire_format=wire_format or "auto")
         self.proxy: FaultProxy
         self.adapter: ClientAdapter
         self.info: AdapterInfo
@@ -428,6 +432,11 @@ class SuiteRunner:
         self._adapter_open = True
         if self._asked is None:
             self.profiles = declared_profiles(self.info)
+        if self._wire_format is None and self.info.wire_format is not None:
+            try:
+                self.server.wire_format = self.info.wire_format
+            except ValueError as exc:
+                raise HarnessError(f"{self.info.name} declares {exc}") from None
 
     async def _make_adapter(self) -> ClientAdapter:
         adapter = self._factory()
@@ -861,6 +870,7 @@ def run_suite(
     seed: int = 0,
     case_timeout: float = CASE_TIMEOUT,
     lanes: int | None = None,
+    wire_format: str | None = None,
 ) -> tuple[CaseResult, ...]:
     """Run conformance cases against a client, without pytest.
 
@@ -876,6 +886,9 @@ def run_suite(
         lanes: Cases played at once, each lane with its own server, proxy and client
             (``conformance._lanes``: exclusive cases and re-judging play alone); 1 plays
             one case at a time; None: ``DEFAULT_LANES``.
+        wire_format: The format the cases' plain endpoints speak (``"openai"``,
+            ``"responses"``, ``"anthropic"``, ``"gemini"``); None: the one the adapter
+            declares (``AdapterInfo.wire_format``), else by the request's path.
 
     Returns:
         One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,
@@ -896,6 +909,7 @@ def run_suite(
         seed=seed,
         case_timeout=case_timeout,
         lanes=DEFAULT_LANES if lanes is None else lanes,
+        wire_format=wire_format,
     ).start()
     try:
         return runner.run(cases)

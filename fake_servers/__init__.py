@@ -70,6 +70,7 @@ _EXPORTS = {
     "parse_scenario": "_loader",
     "dump_scenario": "_loader",
     "FakeServer": "_server",
+    "WIRE_FORMATS": "_app",
     "register_format": "_formats",
     "get_format": "_formats",
     "format_names": "_formats",
@@ -79,6 +80,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers
+    from fake_servers._app import WIRE_FORMATS
     from fake_servers._builders import (
         abort,
         drip,
@@ -122,6 +124,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
     )
 
 __all__ = [
+    "WIRE_FORMATS",
     "Attempt",
     "Connection",
     "FakeServer",

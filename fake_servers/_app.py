@@ -33,7 +33,12 @@ from fake_servers._limits import (
     MAX_PARTS,
     MAX_REQUEST_BYTES,
 )
-from fake_servers._providers import Call, provider_error_body
+from fake_servers._providers import (
+    PROVIDER_PATHS,
+    Call,
+    provider_error_body,
+    provider_for_path,
+)
 from fake_servers._render import (
     BATCH,
     Abort,
@@ -117,8 +122,11 @@ class ScriptPlayer:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_body_bytes: int = MAX_REQUEST_BYTES,
         body_timeout: float = BODY_TIMEOUT,
+        wire_format: str = "auto",
     ) -> None:
         self.scenario = scenario  # swapped whole by the server; read once per request
+        check_wire_format(wire_format)
+        self.wire_format = wire_format
         self.ledger = ledger
         self.max_file_bytes = max_file_bytes
         self.max_body_bytes = max_body_bytes
@@ -136,7 +144,7 @@ class ScriptPlayer:
     async def __call__(self, scope: Message, receive: Receive, send: SendFn) -> None:
         arrived_at = now()
         scenario = self.scenario
-        request = _served(_request(scope), scenario)
+        request = _served(_request(scope), scenario, self.wire_format)
         body = await self._read_body(receive)
         if body.closed_at is not None:
             writer = self._open(request, body, arrived_at)
@@ -552,13 +560,28 @@ def _request(scope: Message) -> _Request:
     )
 
 
-def _served(request: _Request, scenario: Scenario) -> _Request:
-    """The request as its endpoint serves it: an SDK's path under a base URL maps to it."""
+def _served(request: _Request, scenario: Scenario, wire_format: str) -> _Request:
+    """The request as its endpoint serves it: an SDK's path under a base URL maps to it;
+    with a default ``wire_format``, a plain path is answered as that provider's API."""
     if scenario.endpoint(request.path) is None:
         base = scenario.base_of(request.path)
         if base is not None:
             return replace(request, path=base.path, sent_path=request.path)
+    elif wire_format != "auto" and provider_for_path(request.path) is None:
+        sent = request.path.rstrip("/") + PROVIDER_PATHS[wire_format]
+        return replace(request, sent_path=sent)
     return request
+
+
+WIRE_FORMATS = ("auto", *PROVIDER_PATHS)
+
+
+def check_wire_format(name: object) -> None:
+    """A server's default format: ``auto`` (by the request's path) or a provider's name."""
+    if name not in WIRE_FORMATS:
+        raise ValueError(
+            f"unknown wire format {name!r}; valid: {', '.join(repr(n) for n in WIRE_FORMATS)}"
+        )
 
 
 def check_json(body: bytes) -> Rejection | None:

@@ -32,7 +32,9 @@ __all__ = [
     "Stalled",
 ]
 
-EventKind = Literal["data", "terminal", "comment", "retry"]
+# "frame": a provider format's own event around the answer (message_start, an in-band
+# error, the finish chunk), kept so a client that hands them over is not miscounted.
+EventKind = Literal["data", "terminal", "comment", "retry", "frame"]
 AttemptEnd = Literal["completed", "client_closed", "aborted", "server_stopped"]
 ConnectionEnd = Literal["client", "upstream", "proxy", "offline"]
 # Why a request was refused before the script (the note says it in words):
@@ -162,11 +164,12 @@ class Connection:
     closed_by: ConnectionEnd | None = None
 
 
-_KINDS: tuple[EventKind, ...] = ("data", "terminal", "comment", "retry")
+_KINDS: tuple[EventKind, ...] = ("data", "terminal", "comment", "retry", "frame")
 _KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
 _DATA = _KIND_CODES["data"]
-_MADE = 4  # flag: the data is the source's for the index (not kept)
-_ID_IS_INDEX = 8  # flag, with _MADE: the id is the index in decimal (else None)
+_KIND_BITS = 7  # the low bits of a code: the kind
+_MADE = 8  # flag: the data is the source's for the index (not kept)
+_ID_IS_INDEX = 16  # flag, with _MADE: the id is the index in decimal (else None)
 _MADE_ID = _MADE | _ID_IS_INDEX
 
 
@@ -216,7 +219,7 @@ class EventLog:
 
     def count(self, kind: EventKind) -> int:
         code = _KIND_CODES[kind]
-        return sum(1 for c in self._codes if c & 3 == code)
+        return sum(1 for c in self._codes if c & _KIND_BITS == code)
 
     def add(self, index: int, kind: EventKind, id: str | None, data: str, at: float) -> None:
         """Record one event, keeping its id and data."""
@@ -262,7 +265,7 @@ class EventLog:
                 data = source(number)
             else:
                 event_id, data = kept[position]
-            out.append(_sent_event(number, _KINDS[code & 3], event_id, data, at[position]))
+            out.append(_sent_event(number, _KINDS[code & _KIND_BITS], event_id, data, at[position]))
         return tuple(out)
 
     def nbytes(self) -> int:

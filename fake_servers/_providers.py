@@ -24,6 +24,7 @@ from typing import Any, Protocol
 __all__ = [
     "MODEL",
     "PROVIDERS",
+    "PROVIDER_PATHS",
     "AnthropicFormat",
     "Call",
     "GeminiFormat",
@@ -650,6 +651,17 @@ def provider_for_path(path: str) -> str | None:
         if path.endswith(ending):
             return name
     return None
+
+
+# The path each provider's SDK appends to its base URL (one each; provider_for_path
+# reads the endings): a server with a default format answers its plain endpoints as
+# though the request had come on the endpoint's path plus this.
+PROVIDER_PATHS: dict[str, str] = {
+    "openai": "/chat/completions",
+    "responses": "/responses",
+    "anthropic": "/v1/messages",
+    "gemini": "/v1beta/models/streamcheck-fake-1:streamGenerateContent",
+}
 
 
 def provider_headers(path: str) -> tuple[tuple[str, str], ...]:

@@ -337,9 +337,10 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     if framing.retry_ms is not None:
         retry = PlannedEvent(0, "retry", None, str(framing.retry_ms))
         yield Send(f"retry: {framing.retry_ms}{eol}{eol}".encode(), events=(retry,))
-    opening = _frames_text(wire.opening(script.call), eol)
+    opening_frames = wire.opening(script.call)
+    opening = _frames_text(opening_frames, eol)
     if opening:
-        yield Send(opening.encode())
+        yield Send(opening.encode(), events=_frames(opening_frames))
     tokens: list[str] = []  # the answer as it goes, for an ending that repeats it
     token, data_event, gap = script.answer.token, wire.data_event, step.gap
     ids, comment_every = step.ids, framing.comment_every
@@ -367,13 +368,18 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
         answer = yield from script.text(tokens, first)
         frames = wire.ending(script.call, answer, step.events)
         terminal = PlannedEvent(last, "terminal", None, frames[-1][1])
-        yield Send(_frames_text(frames, eol).encode(), pause, (terminal,))
+        yield Send(_frames_text(frames, eol).encode(), pause, (*_frames(frames[:-1]), terminal))
     elif step.end == "error":
         name, data = wire.error_event(step.events)
-        yield Send(_event_text(None, name, data, eol).encode(), pause)
+        yield Send(_event_text(None, name, data, eol).encode(), pause, _frames([(name, data)]))
     elif step.end == "abort_mid_line":
         name, data = wire.data_event(last, script.token(last))
         yield Send(_cut_mid_line(str(last) if step.ids else None, name, data, eol), pause)
+
+
+def _frames(frames: Iterable[WireEvent]) -> tuple[PlannedEvent, ...]:
+    """A format's own events around the answer, as the ledger keeps them (kind frame)."""
+    return tuple(PlannedEvent(0, "frame", None, data) for _, data in frames)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -22,7 +22,7 @@ from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
-from fake_servers._app import ScriptPlayer, build_app
+from fake_servers._app import ScriptPlayer, build_app, check_wire_format
 from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
@@ -60,6 +60,7 @@ class FakeServer:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_body_bytes: int = MAX_REQUEST_BYTES,
         body_timeout: float = BODY_TIMEOUT,
+        wire_format: str = "auto",  # a plain path's format: "auto", or a provider's name
     ) -> None:
         self.host = host
         self.port = port
@@ -70,6 +71,7 @@ class FakeServer:
             max_file_bytes=max_file_bytes,
             max_body_bytes=max_body_bytes,
             body_timeout=body_timeout,
+            wire_format=wire_format,
         )
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
@@ -84,6 +86,16 @@ class FakeServer:
     @property
     def scenario(self) -> Scenario:
         return self._player.scenario
+
+    @property
+    def wire_format(self) -> str:
+        """The format a plain path's ``auto`` streams and errors take (``"auto"``: by path)."""
+        return self._player.wire_format
+
+    @wire_format.setter
+    def wire_format(self, name: str) -> None:
+        check_wire_format(name)
+        self._player.wire_format = name
 
     @property
     def url(self) -> str:

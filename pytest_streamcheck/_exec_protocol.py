@@ -132,12 +132,13 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
     name = _text(reply, "name", "hello") or default_name
     version = _text(reply, "version", "hello") or "unknown"
     profile = _text(reply, "profile", "hello")
+    wire_format = _text(reply, "format", "hello")
     named = reply.get("capabilities", [])
     if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
         raise ProtocolError(f"hello.capabilities must be a list of strings, got {named!r}")
     known = frozenset(cast(Capability, c) for c in named if c in CAPABILITIES)
     unknown = [c for c in named if c not in CAPABILITIES]
-    return AdapterInfo(name, version, known, profile), unknown
+    return AdapterInfo(name, version, known, profile, wire_format), unknown
 
 
 def deliver(sink: StreamSink, event: Mapping[str, Any], at: float | None = None) -> bool:

@@ -36,6 +36,7 @@ class StreamcheckSession:
             seed=s.seed,
             case_timeout=s.case_timeout,
             lanes=s.lanes,
+            wire_format=s.wire_format,
         )
 
     def result(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseResult:

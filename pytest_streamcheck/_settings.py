@@ -51,6 +51,13 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "streamcheck_timing",
         "auto (test timing for configurable clients), test, or real",
     ),
+    (
+        "--streamcheck-format",
+        "streamcheck_format",
+        "the wire format of the cases' endpoints: openai, responses, anthropic or gemini "
+        "(default: the one the client declares, else by the request's path: an SDK that "
+        "appends its API's path to the case URL gets its provider's)",
+    ),
     ("--streamcheck-report", "streamcheck_report", "write the JSON report to this path"),
     ("--streamcheck-html", "streamcheck_html", "write the HTML report to this path"),
     ("--streamcheck-strict", "streamcheck_strict", "also fail on a missed SHOULD (NON-STRICT)"),
@@ -77,6 +84,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "print, at the end of the run, the verdict of every test whose client (driven "
         "through the llm_server fixture) mishandled a fault; --streamcheck-report gets them too",
     ),
+    (
+        "--streamcheck-certify",
+        "streamcheck_certify",
+        "write a certification bundle into DIR: report.json, report.html, manifest.json, "
+        "badge.svg (check it with python -m pytest_streamcheck verify DIR)",
+    ),
 )
 FLAGS = ("--streamcheck-strict", "--streamcheck-verdicts")  # on/off options (ini: bool)
 # What --help shows as each valued option's argument.
@@ -84,12 +97,14 @@ METAVARS = {
     "--streamcheck": "TARGET",
     "--streamcheck-profile": "PROFILE[,PROFILE]",
     "--streamcheck-timing": "MODE",
+    "--streamcheck-format": "FORMAT",
     "--streamcheck-report": "PATH",
     "--streamcheck-html": "PATH",
     "--streamcheck-known-failures": "PATH",
     "--streamcheck-seed": "N",
     "--streamcheck-timeout": "SECONDS",
     "--streamcheck-lanes": "N",
+    "--streamcheck-certify": "DIR",
 }
 
 TIMINGS = ("auto", "test", "real")
@@ -108,6 +123,8 @@ class Settings:
     case_timeout: float
     verdicts: bool = False  # --streamcheck-verdicts (also honoured without --streamcheck)
     lanes: int = DEFAULT_LANES  # cases played at once (conformance._lanes)
+    certify: Path | None = None  # --streamcheck-certify: the bundle's directory
+    wire_format: str | None = None  # None: the client's declared one, else by path
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -142,7 +159,20 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         ),
         verdicts=verdicts_enabled(config),
         lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes"), config),
+        certify=_path(_value(config, "--streamcheck-certify", "streamcheck_certify")),
+        wire_format=_wire_format(_value(config, "--streamcheck-format", "streamcheck_format")),
     )
+
+
+def _wire_format(raw: str | None) -> str | None:
+    if raw is None or raw == "auto":
+        return None
+    from fake_servers import WIRE_FORMATS  # only when asked: the server is a heavy import
+
+    if raw not in WIRE_FORMATS:
+        valid = ", ".join(WIRE_FORMATS)
+        raise pytest.UsageError(f"--streamcheck-format: {raw!r} is not valid; valid: {valid}")
+    return raw
 
 
 def verdicts_enabled(config: pytest.Config) -> bool:

@@ -72,3 +72,38 @@ def test_a_chunk_matches_the_sent_event_by_json_value() -> None:
     assert same_data("plain", "plain")  # text that is not JSON compares as text
     assert not same_data("plain", "plain ")
     assert not same_data("{not json", "{not json either")
+
+
+def test_a_default_format_answers_plain_paths_as_that_provider() -> None:
+    with FakeServer(wire_format="anthropic") as server:
+        server.script(BASE, Stream(events=2))
+        reply = httpx.get(server.url + BASE, trust_env=False)
+        kinds = [e.kind for e in server.ledger.attempts()[-1].events]
+    assert "event: message_start" in reply.text
+    # the format's own events are kept (kind frame), so a client handing them over
+    # is not counted as delivering extra chunks
+    assert kinds == ["frame", "frame", "frame", "data", "data", "frame", "frame", "terminal"]
+
+
+def test_an_unknown_default_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown wire format 'xml'"):
+        FakeServer(wire_format="xml")
+
+
+@pytest.mark.parametrize("wire_format", ["anthropic", "responses", "gemini"])
+def test_the_reference_passes_in_each_provider_format(wire_format: str) -> None:
+    from conformance import run_suite
+    from pytest_streamcheck._reference import ReferenceAdapter
+
+    ids = ["SC-RETRY-13", "SC-RETRY-25", "SC-COMMIT-3", "SC-POST-1", "SC-STALL-1"]
+    results = run_suite(ReferenceAdapter, select=ids, wire_format=wire_format)
+    assert {r.case.id: r.verdict.value for r in results} == dict.fromkeys(ids, "PASS")
+
+
+def test_the_format_option_is_checked(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--streamcheck=reference", "--streamcheck-format=xml"
+    )
+    result.stderr.fnmatch_lines(["*--streamcheck-format: 'xml' is not valid; valid: auto*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -39,6 +39,8 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_timeout": ("2.5", 2.5),
     "streamcheck_lanes": ("2", 2),
     "streamcheck_verdicts": ("true", True),
+    "streamcheck_certify": ("out/bundle", Path("out/bundle")),
+    "streamcheck_format": ("anthropic", "anthropic"),
 }
 FIELDS = {
     "streamcheck": "target",
@@ -52,6 +54,8 @@ FIELDS = {
     "streamcheck_timeout": "case_timeout",
     "streamcheck_lanes": "lanes",
     "streamcheck_verdicts": "verdicts",
+    "streamcheck_certify": "certify",
+    "streamcheck_format": "wire_format",
 }
 
 

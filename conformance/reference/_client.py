@@ -41,10 +41,14 @@ def default_terminal(ev: SSEEvent) -> bool:
         ev: A dispatched event.
 
     Returns:
-        True for ``data: [DONE]`` (OpenAI) and the events ``done``, ``message_stop``
-        (Anthropic) and ``response.completed`` (OpenAI Responses).
+        True for ``data: [DONE]`` (OpenAI), the events ``done``, ``message_stop``
+        (Anthropic) and ``response.completed`` (OpenAI Responses), and Gemini's chunk
+        with a ``finishReason``.
     """
-    return ev.data == "[DONE]" or ev.event in _TERMINAL_EVENTS
+    if ev.data == "[DONE]" or ev.event in _TERMINAL_EVENTS:
+        return True
+    # Gemini has no end event: its last chunk carries the finish reason.
+    return ev.event in (None, "message") and '"finishReason"' in ev.data
 
 
 class StreamingClient:

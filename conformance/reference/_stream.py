@@ -48,6 +48,27 @@ Sleep = Callable[[float], Awaitable[None]]  # waits that many seconds, like asyn
 _HIGH_WATER = 4096  # buffered events at which the reader waits for the consumer
 
 
+# A provider format's own events around the answer (Anthropic Messages, OpenAI
+# Responses): they carry no answer text, so the consumer never gets them and they do
+# not commit the stream (a drop after message_start is still retried).
+FRAMING_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_stop",
+        "message_delta",
+        "ping",
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    }
+)
+
+
 @dataclass(eq=False)
 class _Shared:
     """What one client's streams share: the client's whole state, and the streams' only
@@ -473,6 +494,7 @@ class EventStream:
                 cut = i
                 break
         out = events if cut is None else events[:cut]  # nothing after the terminal counts
+        out = [ev for ev in out if ev.event not in FRAMING_EVENTS]
         if att.replay_floor is not None:
             out = _drop_replays(out, att)
         if self._shared.policy.idle_rule == "data":
