@@ -67,6 +67,11 @@ def pytest_configure(config: pytest.Config) -> None:
     reporter = Reporter(state, verdicts=verdicts, path=report_path(config))
     config.pluginmanager.register(reporter, "streamcheck-reporter")
     config.pluginmanager.register(JunitFields(config), "streamcheck-junit")
+    if settings.certify is not None:  # --streamcheck-certify DIR: the bundle (_certify)
+        from pytest_streamcheck._certify import Certifier
+
+        certifier = Certifier(state, reporter, settings.certify)
+        config.pluginmanager.register(certifier, "streamcheck-certify")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

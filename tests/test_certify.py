@@ -1,0 +1,232 @@
+"""The certification bundle (``--streamcheck-certify DIR``) and ``python -m
+pytest_streamcheck verify DIR``: what the bundle holds, that verify finds it intact, that
+an edit is caught, and that a run of part of the catalog is intact but not complete."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_targets._pytester import prepare, suite
+
+import pytest_streamcheck
+from pytest_streamcheck import _certify
+from pytest_streamcheck._badge import badge_label, badge_svg, grade_of
+from pytest_streamcheck._certify import catalog_fingerprint, verify, write_bundle
+
+CASES = ("SC-RETRY-13", "SC-SSE-15")
+
+
+@pytest.fixture
+def bundle(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bundle of two cases against the reference, written by a real pytest run."""
+    prepare(pytester, monkeypatch)
+    result = pytester.runpytest(
+        *suite("reference", *CASES), "--streamcheck-seed=5", "--streamcheck-certify=cert"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["streamcheck: certification bundle in cert (badge: partial 2/2 (2 of 206 selected))*"]
+    )
+    return pytester.path / "cert"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_streamcheck", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Path) -> None:
+    assert sorted(p.name for p in bundle.iterdir()) == [
+        "badge.svg",
+        "manifest.json",
+        "report.html",
+        "report.json",
+    ]
+    manifest, report = _json(bundle / "manifest.json"), _json(bundle / "report.json")
+    assert manifest["schema"] == "streamcheck-certificate/1"
+    assert manifest["kit"]["version"] == pytest_streamcheck.__version__
+    assert manifest["catalog"] == catalog_fingerprint()
+    assert manifest["catalog"]["cases"] == 206
+    assert manifest["client"] == {
+        "name": "streamcheck-reference",
+        "version": pytest_streamcheck.__version__,
+        "target": "reference",
+    }
+    assert manifest["profiles"] == ["seed-eventsource@1", "seed-fetch@1"]
+    assert manifest["timing"]["mode"] == "test"
+    assert manifest["timing"]["test_scale"] == {"seed-eventsource@1": 0.02, "seed-fetch@1": 0.02}
+    assert manifest["seed"] == 5
+    assert {"python", "system", "machine"} <= set(manifest["platform"])
+    assert manifest["selection"]["keyword"]  # the -k the run was given
+    assert manifest["coverage"]["grade"] == "partial 2/2 (2 of 206 selected)"
+    assert manifest["noise"]["cases_measured"] == 2
+    assert set(manifest["noise"]["loops"]) == {"client", "proxy", "server"}
+    assert manifest["noise"]["loops"]["server"]["worst_p99_case"] in CASES
+    for name in ("report.json", "report.html", "badge.svg"):
+        data = (bundle / name).read_bytes()
+        assert manifest["files"][name] == {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+        }
+    assert [c["id"] for c in report["cases"]] == list(CASES)
+    assert "partial 2/2" in (bundle / "badge.svg").read_text(encoding="utf-8")
+
+
+def test_a_part_of_the_catalog_verifies_as_intact_but_not_complete(bundle: Path) -> None:
+    result = verify(bundle)
+    assert result.intact
+    assert not result.complete
+    assert result.exit_code == 1
+    run = _cli("verify", str(bundle))
+    assert run.returncode == 1, run.stdout + run.stderr
+    out = run.stdout
+    assert "intact: yes; complete: no" in out
+    assert "NOT  selection: 2 of the catalog's 206 cases selected (keyword" in out
+    assert "ok   judged: every applicable case was judged (2 of 2)" in out
+    assert "that the client is conformant: 204 of the catalog's 206 cases not selected" in out
+    assert "FAIL" not in out
+
+
+def test_an_edited_report_is_caught(bundle: Path, tmp_path: Path) -> None:
+    """An edit to report.json breaks its hash; an edit that also fixes the hash in the
+    manifest still disagrees with the rest (the coverage, the page, the manifest)."""
+    edited = tmp_path / "edited"
+    shutil.copytree(bundle, edited)
+    report_path = edited / "report.json"
+    report = _json(report_path)
+    report["cases"][0]["verdict"] = "FAIL"
+    report_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    run = _cli("verify", str(edited))
+    assert run.returncode == 1
+    assert "FAIL report.json: sha256" in run.stdout
+    assert "intact: NO" in run.stdout
+    assert "anything about the client: the bundle is not intact" in run.stdout
+
+    manifest = _json(edited / "manifest.json")
+    manifest["files"]["report.json"]["sha256"] = hashlib.sha256(
+        report_path.read_bytes()
+    ).hexdigest()
+    (edited / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    again = verify(edited)
+    assert not again.intact
+    failed = {name for kind, ok, name, _ in again.checks if not ok}
+    assert {"coverage", "report.html"} <= failed
+
+
+def test_a_bundle_of_another_catalog_is_not_intact(bundle: Path) -> None:
+    manifest = _json(bundle / "manifest.json")
+    manifest["catalog"]["sha256"] = "0" * 64
+    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = verify(bundle)
+    assert not result.intact
+    text = "\n".join(result.lines())
+    assert "FAIL catalog: the bundle was made against another catalog" in text
+
+
+def test_a_complete_bundle_verifies(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against a kit whose catalog were these two cases, the same run is complete and
+    conformant: verify exits 0 and says what that shows, and what it does not."""
+    from conformance._coverage import coverage
+
+    report = _json(bundle / "report.json")
+    small = {c["id"]: {k: c[k] for k in _certify.DEFINITION} for c in report["cases"]}
+    monkeypatch.setattr(_certify, "catalog_definitions", lambda: small)
+    covered = coverage(report["cases"], {i: d["area"] for i, d in small.items()}).to_json()
+    report.update(coverage=covered, conformant=True)
+    report["selection"] = {"ids": None, "keyword": None, "markexpr": None}
+    whole = tmp_path / "whole"
+    write_bundle(whole, report)
+    result = verify(whole)
+    assert (result.intact, result.complete, result.exit_code) == (True, True, 0)
+    text = "\n".join(result.lines())
+    assert "intact: yes; complete: yes" in text
+    assert "badge.svg: says 'conformant'" in text
+    assert (
+        "every applicable case (2 of the catalog's 2) was judged and passed for "
+        "streamcheck-reference 0.1.0 under profile seed-eventsource@1, seed-fetch@1 at test "
+        "timing" in text
+    )
+    assert "behaviour at the profile's real durations (this run used test timing)" in text
+    assert "behaviour on other networks" in text
+    assert "they are not a signature (re-run with --streamcheck-seed=5" in text
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert _cli("verify").returncode == 2
+    missing = _cli("verify", str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert "not a directory" in missing.stderr
+    empty = _cli("verify", str(tmp_path))  # a directory, but no bundle in it
+    assert empty.returncode == 1
+    assert "FAIL manifest.json: cannot be read" in empty.stdout
+
+
+@pytest.mark.parametrize(
+    ("coverage", "label", "grade"),
+    [
+        (
+            {"conformant": True, "judged": 194, "applicable": 194, "selected": 206, "total": 206},
+            "conformant",
+            "conformant",
+        ),
+        (
+            {
+                "judged": 150,
+                "applicable": 194,
+                "selected": 206,
+                "total": 206,
+                "areas": [{"grade": "partial"}],
+            },
+            "partial 150/194",
+            "partial",
+        ),
+        (
+            {
+                "judged": 3,
+                "applicable": 3,
+                "selected": 206,
+                "total": 206,
+                "areas": [{"grade": "failing"}, {"grade": "undecided"}],
+            },
+            "failing",
+            "failing",
+        ),
+        (
+            {
+                "judged": 2,
+                "applicable": 3,
+                "selected": 206,
+                "total": 206,
+                "areas": [{"grade": "undecided"}],
+            },
+            "undecided 2/3",
+            "undecided",
+        ),
+    ],
+)
+def test_the_badge_says_what_the_coverage_earns(
+    coverage: dict[str, Any], label: str, grade: str
+) -> None:
+    assert (badge_label(coverage), grade_of(coverage)) == (label, grade)
+    svg = badge_svg(coverage)
+    assert svg.startswith("<svg xmlns=")
+    assert f"streamcheck: {label}" in svg
+    assert svg == badge_svg(coverage)  # deterministic
