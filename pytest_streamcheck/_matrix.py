@@ -262,6 +262,7 @@ def _column_json(index: int, column: Column) -> dict[str, Any]:
             "total": got.get("total"),
             "conformant": bool(got.get("conformant")),
             "grade": badge_label(got),
+            "kind": grade_of(got),  # conformant, failing, undecided or partial
             "headline": _headline(report),
         },
     }
@@ -490,10 +491,10 @@ def _column_head(c: Mapping[str, Any]) -> str:
     if not got:
         return (
             f"<th class='col crashed'><b>{_e(c['target'])}</b><br>"
-            "<span class='grade-tag g-fail'>CRASHED</span>"
+            f"<span class='grade-tag' style='background:{COLORS['failing']}'>CRASHED</span>"
             f"<div class='why'>{_e(c['crashed'])}</div></th>"
         )
-    grade = grade_of(got)
+    grade = str(got.get("kind") or "partial")
     name = _e(_label(c))
     if c.get("html"):
         name = f"<a href='{_e(c['html'])}'>{name}</a>"
@@ -502,7 +503,8 @@ def _column_head(c: Mapping[str, Any]) -> str:
         f"<code>{_e(c['target'])}</code><br>{_e(', '.join(c['profiles']))}<br>"
         f"timing {_e(c['timing'])} · seed {_e(c['seed'])}<br>"
         f"judged {_e(got['judged'])}/{_e(got['applicable'])} · "
-        f"<span class='grade-tag' style='background:{COLORS[grade]}'>{_e(got['grade'])}</span>"
+        f"<span class='grade-tag' style='background:{COLORS.get(grade, '#9f9f9f')}'>"
+        f"{_e(got['grade'])}</span>"
         f"<div class='why'>{_e(got['headline'])}</div>"
         f"<div class='when'>{_e(c.get('generated_at') or '')}</div></th>"
     )

@@ -78,6 +78,7 @@ def test_each_target_is_a_column_and_a_crash_says_so(run: dict[str, Any]) -> Non
     )
     assert mutant["client"]["name"] == "zoo-gives_up_at_once"
     assert mutant["coverage"]["grade"] == "failing"
+    assert (ref["coverage"]["kind"], mutant["coverage"]["kind"]) == ("partial", "failing")
     assert crasher["coverage"] is None
     assert crasher["crashed"].startswith("exited with code 3 without a report")
     assert (ref["html"], mutant["html"]) == ("reference.html", "zoo_gives_up_at_once.html")
