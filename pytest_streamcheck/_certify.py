@@ -567,6 +567,11 @@ def verify_main(argv: Sequence[str], out: Any = None) -> int:
     except UsageError as exc:
         print(f"verify: {exc}", file=sys.stderr)
         return 2
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed report
+        print(f"streamcheck verify {directory}", file=out)
+        print(f"  FAIL report.json: malformed ({type(exc).__name__}: {exc})", file=out)
+        print("intact: NO; complete: unknown (not intact)", file=out)
+        return 1
     print(f"streamcheck verify {directory}", file=out)
     for line in result.lines():
         print(line, file=out)

@@ -129,6 +129,19 @@ def test_an_edited_report_is_caught(bundle: Path, tmp_path: Path) -> None:
     assert {"coverage", "report.html"} <= failed
 
 
+def test_a_malformed_report_with_a_matching_hash_is_not_intact(bundle: Path) -> None:
+    report = _json(bundle / "report.json")
+    del report["cases"][0]["verdict"]
+    (bundle / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    manifest = _json(bundle / "manifest.json")
+    digest = hashlib.sha256((bundle / "report.json").read_bytes()).hexdigest()
+    manifest["files"]["report.json"]["sha256"] = digest
+    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    run = _cli("verify", str(bundle))
+    assert run.returncode == 1
+    assert "FAIL report.json: malformed" in run.stdout
+
+
 def test_a_bundle_of_another_catalog_is_not_intact(bundle: Path) -> None:
     manifest = _json(bundle / "manifest.json")
     manifest["catalog"]["sha256"] = "0" * 64
