@@ -40,13 +40,17 @@ CLIENT_PROFILE_ROWS: dict[str, tuple[str, str, ClientPolicy, frozenset[str]]] = 
     "openai-python": (
         "openai-python's streaming chat completions (the SDK's own retries)",
         "openai-python 3.x, _base_client.py (_calculate_retry_timeout, _should_retry)",
-        replace(_STAINLESS, name="openai-python"),
+        # openai-python 3.x honours a hint up to 120 s (MAX_RETRY_AFTER_DELAY) and does
+        # not retry a longer one; the probe saw a 150 s hint given up at once.
+        replace(_STAINLESS, name="openai-python", retry_after_cap=120.0),
         frozenset({"post"}),
     ),
     "anthropic-python": (
         "anthropic-sdk-python's streaming messages (the SDK's own retries)",
         "anthropic-sdk-python 2.x, _base_client.py (_calculate_retry_timeout, _should_retry)",
-        replace(_STAINLESS, name="anthropic-python"),
+        # anthropic-sdk-python 2.x waits whatever a hint asks (min(hint, 4_294_967 s)):
+        # no cap, so the longest a profile may state; the probe saw a 150 s hint waited.
+        replace(_STAINLESS, name="anthropic-python", retry_after_cap=3600.0),
         frozenset({"post"}),
     ),
     "openai-node": (
@@ -63,7 +67,7 @@ CLIENT_PROFILE_ROWS: dict[str, tuple[str, str, ClientPolicy, frozenset[str]]] = 
     ),
     # httpx-sse parses a response; it never retries anything.
     "httpx-sse": (
-        "httpx-sse over httpx: one attempt, no retry of any kind",
+        "httpx-sse over httpx's default client: one attempt, no retry, a 5 s read timeout",
         "httpx-sse 0.4 (connect_sse, aconnect_sse): a parser, no reconnection",
         ClientPolicy(
             name="httpx-sse",
@@ -75,8 +79,13 @@ CLIENT_PROFILE_ROWS: dict[str, tuple[str, str, ClientPolicy, frozenset[str]]] = 
             max_attempts=1,
             retry_after=False,
             retry_after_cap=0.0,
-            stall_timeout=3600.0,
-            stall_check_interval=3600.0,
+            # httpx's default client times every read out after 5 s (Timeout(5.0)), the
+            # connect too: a silence of 5 s ends the stream with ReadTimeout (measured
+            # 5.03 s); every byte restarts it.
+            stall_timeout=5.0,
+            stall_check_interval=0.1,
+            idle_rule="bytes",
+            connect_timeout=5.0,
             resume=False,
         ),
         frozenset({"get", "post"}),

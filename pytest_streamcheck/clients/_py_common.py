@@ -1,0 +1,179 @@
+"""What the shipped Python adapters share: the request's parts, the error vocabulary, threads.
+
+Each adapter reports only what its library hands the application: the chunks an
+application would show, the exception it would catch (named in the kit's error
+vocabulary), and the end of the iteration. None of them can take the kit's policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
+from conformance._case import JsonBody
+from conformance._evidence import ErrorKind
+
+__all__ = [
+    "MODEL",
+    "RETRIED_4XX",
+    "ThreadedSyncAdapter",
+    "cached",
+    "describe",
+    "http_status_kind",
+    "prompt_of",
+    "request_headers",
+    "sdk_error",
+]
+
+MODEL = "streamcheck-fake-1"
+# The Stainless SDKs retry these 4xx statuses (and every 5xx); any other 4xx fails at once.
+RETRIED_4XX = frozenset({408, 409, 429})
+
+
+def prompt_of(request: AdapterRequest) -> str:
+    """The case's prompt: its JSON body's ``"prompt"``, else the whole body as text."""
+    body = request.request.body
+    if isinstance(body, JsonBody):
+        value = body.value
+        if isinstance(value, dict):
+            prompt = value.get("prompt")
+            if isinstance(prompt, str):
+                return prompt
+        return str(value)
+    return "Hello"
+
+
+def request_headers(request: AdapterRequest) -> dict[str, str]:
+    """The case's request headers (idempotency-key, ...), for ``extra_headers``."""
+    return dict(request.request.headers)
+
+
+def http_status_kind(status: int) -> ErrorKind:
+    """A status the SDK raised after its retries: retried ones ``gave_up``, others at once."""
+    return "gave_up" if status in RETRIED_4XX or status >= 500 else "non_retryable_status"
+
+
+def sdk_error(sdk: ModuleType, exc: Exception, *, iterating: bool) -> tuple[ErrorKind, int | None]:
+    """The kit's name for a Stainless SDK's exception (openai, anthropic), and its status.
+
+    Before the stream is handed over (``create()``), the SDK has retried what it retries:
+    a status error is ``gave_up`` (a status it retries) or ``non_retryable_status``; a
+    connection error or timeout is ``gave_up``. While iterating, the SDK never retries:
+    its read timeout is a stall, a broken connection or an in-band ``error`` event a
+    truncation, and anything else (a body it cannot parse) ``other``.
+    """
+    if not iterating:
+        if isinstance(exc, sdk.APIStatusError):
+            status = int(exc.status_code)
+            return http_status_kind(status), status
+        return "gave_up", None
+    if isinstance(exc, sdk.APITimeoutError) or _is_timeout(exc):
+        return "stalled", None
+    if isinstance(exc, sdk.APIError) or _is_transport_error(exc):
+        return "truncated", None
+    return "other", None
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    # httpx and httpx2 (the SDKs' transport) name their timeouts alike: ReadTimeout, ...
+    return any(
+        cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+        for cls in type(exc).__mro__
+    )
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    return any(
+        cls.__name__ in {"TransportError", "StreamError", "HTTPError"}
+        and cls.__module__.startswith("httpx")
+        for cls in type(exc).__mro__
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, as an application's log line would read."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ThreadedSyncAdapter:
+    """Runs a synchronous client's ``stream_sync`` in a thread of its own, per stream.
+
+    The contract's ``SyncClientAdapter`` runs in the event loop's default executor,
+    which has at most ``cpu_count + 4`` threads (6 on a 2-core machine): a case that
+    opens 50 streams at once (the herd) would queue them. An application's threads are
+    its own, so each stream gets one. When the runner cancels the stream, the sink is
+    cancelled and the next delivery raises ``StreamCancelled``, which leaves the
+    client's loop (and its ``with`` block, which closes the stream), as in
+    ``SyncClientAdapter``.
+    """
+
+    def stream_sync(self, request: AdapterRequest, sink: StreamSink) -> None:
+        raise NotImplementedError
+
+    def close_sync(self) -> None:
+        """Release the clients."""
+
+    async def configure(self, policy: object) -> None:
+        """Not configurable: the library's own policy is its profile."""
+
+    async def reset(self) -> None:
+        await asyncio.to_thread(self.close_sync)
+
+    async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if finished.done():
+                return
+            if error is None:
+                finished.set_result(None)
+            else:
+                finished.set_exception(error)
+
+        def run() -> None:
+            error: BaseException | None = None
+            try:
+                with contextlib.suppress(StreamCancelled):
+                    self.stream_sync(request, sink)
+            except BaseException as exc:  # handed to the awaiting task
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, error)
+
+        name = f"streamcheck-{type(self).__name__}-{request.stream}"
+        threading.Thread(target=run, name=name, daemon=True).start()
+        try:
+            await asyncio.shield(finished)
+        except asyncio.CancelledError:
+            sink.cancel()  # the thread notices at its next delivery
+            raise
+
+    async def offline(self) -> None:
+        """The libraries have no offline handling."""
+
+    async def online(self) -> None:
+        """The libraries have no online handling."""
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close_sync)
+
+
+def cached(
+    store: dict[tuple[str, str], Any],
+    lock: threading.Lock,
+    key: tuple[str, str],
+    make: Callable[[], Any],
+) -> Any:
+    """``store[key]``, made by ``make()`` once (under ``lock``: streams run in threads)."""
+    with lock:
+        client = store.get(key)
+        if client is None:
+            client = store[key] = make()
+        return client

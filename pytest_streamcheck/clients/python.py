@@ -1,0 +1,70 @@
+"""The shipped Python adapters: ``pytest --streamcheck=openai`` and its siblings.
+
+Each factory drives a real client library through its public API, as an application
+does (docs/clients-python.md): the library's own retries and timeouts, which its
+profile in ``conformance._client_profiles`` describes. The library is imported when
+the factory is called, so this module loads without any of them; a missing one is an
+``ImportError`` that names the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance._adapter import ClientAdapter
+
+__all__ = [
+    "anthropic_adapter",
+    "anthropic_async_adapter",
+    "httpx_sse_adapter",
+    "openai_adapter",
+    "openai_async_adapter",
+]
+
+
+def _load(module: str, cls: str, extra: str, library: str) -> Any:
+    try:
+        found = importlib.import_module(f"pytest_streamcheck.clients.{module}")
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] != library:
+            raise
+        raise ImportError(
+            f"the {extra} target drives the {library} library, which is not installed: "
+            f"pip install 'pytest-streamcheck[{extra}]'",
+            name=library,
+        ) from exc
+    return getattr(found, cls)()
+
+
+def openai_adapter() -> ClientAdapter:
+    """openai-python's ``OpenAI`` (sync, a thread per stream), streaming chat completions."""
+    adapter: ClientAdapter = _load("_py_openai", "OpenAIAdapter", "openai", "openai")
+    return adapter
+
+
+def openai_async_adapter() -> ClientAdapter:
+    """openai-python's ``AsyncOpenAI``, streaming chat completions."""
+    adapter: ClientAdapter = _load("_py_openai", "OpenAIAsyncAdapter", "openai", "openai")
+    return adapter
+
+
+def anthropic_adapter() -> ClientAdapter:
+    """anthropic-sdk-python's ``Anthropic`` (sync, a thread per stream), streaming messages."""
+    adapter: ClientAdapter = _load("_py_anthropic", "AnthropicAdapter", "anthropic", "anthropic")
+    return adapter
+
+
+def anthropic_async_adapter() -> ClientAdapter:
+    """anthropic-sdk-python's ``AsyncAnthropic``, streaming messages."""
+    adapter: ClientAdapter = _load(
+        "_py_anthropic", "AnthropicAsyncAdapter", "anthropic", "anthropic"
+    )
+    return adapter
+
+
+def httpx_sse_adapter() -> ClientAdapter:
+    """httpx-sse's ``aconnect_sse`` over an ``httpx.AsyncClient``, GET and POST."""
+    adapter: ClientAdapter = _load("_py_httpx_sse", "HttpxSSEAdapter", "httpx-sse", "httpx_sse")
+    return adapter
