@@ -654,7 +654,8 @@ class SuiteRunner:
         configurable = "configurable" in self.info.capabilities
         if case.tune is not None and not case.tune_optional and not configurable:
             return "untunable", "the case runs a tuned policy and the client cannot be configured"
-        reason = case.applies(profile.at(self.timing), case.transport)
+        # Judged on the policy the case would run: tuned where the client takes it.
+        reason = case.applies(self._policy(case, profile, 1.0), case.transport)
         return ("profile", f"not applicable to {profile.key}: {reason}") if reason else None
 
     def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence, bool]:

@@ -315,9 +315,11 @@ class TestCaps:
             assert uncapped > high + envelope_resolution(low, high)
             assert uncapped > high + UNMEASURED_SLACK
 
-    def test_the_pipeline_is_not_applicable(self):
-        """A single cap has nothing to widen."""
-        assert get_case("SC-BACKOFF-3").applies(PIPELINE, "get") is not None
+    def test_the_pipeline_is_judged_on_its_growth(self):
+        """A single cap has nothing to widen, but the delays still grow up to it (issue 9:
+        every BACKOFF case is judged for every profile)."""
+        assert get_case("SC-BACKOFF-3").applies(PIPELINE, "get") is None
+        assert bk._caps_retries(PIPELINE) == 2
 
 
 class TestReset:
@@ -382,10 +384,14 @@ class TestRetryAfter:
 
     def test_the_hint_exceeds_the_backoff(self):
         """The hint is longer than retry 2's backoff, so the case tests what it says."""
-        assert self.hint > EVENTSOURCE.backoff.envelope(2)[1]
+        assert self.hint >= bk.HINT_OVER_BACKOFF * EVENTSOURCE.backoff.envelope(2)[1]
         assert get_case("SC-BACKOFF-7").applies(EVENTSOURCE, "get") is None
+        # A profile that ignores Retry-After is judged too (it fails by its measured wait);
+        # one that clamps hints below this one is not.
         no_hints = replace(EVENTSOURCE, retry_after=False)
-        assert get_case("SC-BACKOFF-7").applies(no_hints, "get") is not None
+        assert get_case("SC-BACKOFF-7").applies(no_hints, "get") is None
+        clamps = replace(EVENTSOURCE, retry_after_cap=self.hint / 2)
+        assert get_case("SC-BACKOFF-7").applies(clamps, "get") is not None
 
     def test_a_block_where_the_hint_began_is_undecidable(self):
         """The hint waited out, but the client loop blocked as the 429 ended: the client

@@ -9,6 +9,14 @@ own wait is an interval from ``conformance._timing.wait_between`` (or ``wait_fro
 for the herd's cut): the server's stamps, less the harness lag measured during the
 case. A check fails only when the whole interval breaks its bound, and is
 undecidable (re-judged at a coarser scale) when the noise could hide its flaw.
+
+Every row also runs untuned (``tune_optional``): a client that cannot be configured
+plays it at its profile's real timing, and is judged by the seed's rules as well as by
+its profile's claims. A profile that declares no retry, no jitter or no growth is not
+excused: the failures are played and the measured delays judged against the seed (a
+fixed delay is bunched against the seed's 0-50 % jitter; a constant series does not
+grow). The failure played is a 503 where the profile retries it, else a broken stream
+(a client that retries no status, e.g. EventSource, still shows its backoff).
 """
 
 from __future__ import annotations
@@ -172,6 +180,28 @@ def delays_figure(
 # -- the jitter's declared range ---------------------------------------------------------
 
 
+SEED_JITTER = 0.5  # the seed's jitter: a uniform 0-50 % on top of the delay
+
+
+def judged_range(policy: ClientPolicy) -> tuple[float, float]:
+    """The range the first delay is judged uniform on: the declared one, or, for a
+    profile that declares none (a fixed delay), the seed's 0-50 % over its delay."""
+    low, high = first_delay_range(policy.backoff)
+    if high > low:
+        return low, high
+    return low, low * (1 + SEED_JITTER)
+
+
+def _range_note(policy: ClientPolicy) -> str:
+    low, high = first_delay_range(policy.backoff)
+    if high > low:
+        return ""
+    return (
+        f" (the profile declares no jitter: judged against the seed's 0-"
+        f"{SEED_JITTER:.0%} over its {ms(low)} delay)"
+    )
+
+
 def first_delay_range(backoff: BackoffConfig) -> tuple[float, float]:
     """The interval the first retry's delay is declared uniform on.
 
@@ -185,13 +215,8 @@ def first_delay_range(backoff: BackoffConfig) -> tuple[float, float]:
 
 def _jitter_applies(policy: ClientPolicy, transport: str) -> str | None:
     b = policy.backoff
-    low, high = first_delay_range(b)
-    if high <= low:
-        return "the profile declares no jitter"
     if b.family == "decorrelated" and b.cap(1) < 3 * b.base:
         return "the first cap clips decorrelated jitter: its first delay is not uniform"
-    if policy.max_attempts is not None and policy.max_attempts < 2:
-        return "the profile never retries"
     return None
 
 
@@ -244,18 +269,36 @@ def _envelope_tune(policy: ClientPolicy) -> ClientPolicy:
     return _quiet(_scaled(policy, max(1.0, ENVELOPE_FIRST_HIGH / high) if high > 0 else 1.0))
 
 
-def _envelope_retries(policy: ClientPolicy) -> int:
+def _retries_allowed(policy: ClientPolicy, wanted: int) -> int:
+    """``wanted`` retries, fewer where the profile stops sooner or its breaker would open
+    (its cooldown is no backoff), but at least one: a profile that never retries is
+    judged by the seed, which retries."""
     limit = policy.max_attempts
-    return ENVELOPE_RETRIES if limit is None else min(ENVELOPE_RETRIES, limit - 1)
+    retries = wanted if limit is None else min(wanted, limit - 1)
+    if policy.breaker.kind == "consecutive":
+        retries = min(retries, policy.breaker.threshold - 1)
+    return max(1, retries)
 
 
-def _failures(count: int) -> list[Step]:
-    return [*([Respond(status=503)] * count), Stream(events=EVENTS)]
+def _envelope_retries(policy: ClientPolicy) -> int:
+    return _retries_allowed(policy, ENVELOPE_RETRIES)
+
+
+def _failure(policy: ClientPolicy) -> Step:
+    """One failure the profile retries: a 503, else a stream that breaks before its
+    first event (EventSource retries no status, only a lost connection)."""
+    if policy.matrix.is_retryable(503) or not policy.matrix.retry_network:
+        return Respond(status=503)
+    return Stream(events=0, end="abort")
+
+
+def _failures(count: int, policy: ClientPolicy) -> list[Step]:
+    return [*([_failure(policy)] * count), Stream(events=EVENTS)]
 
 
 async def _play_envelope(ctx: CaseContext) -> None:
     retries = _envelope_retries(ctx.policy)
-    await one_stream(lambda p: _failures(retries), retries=retries)(ctx)
+    await one_stream(lambda p: _failures(retries, p), retries=retries)(ctx)
 
 
 def _check_envelope(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -275,8 +318,8 @@ register_row(
         source=SEED,
         play=_play_envelope,
         check=_check_envelope,
-        applies=lambda p, t: None if _envelope_retries(p) >= 1 else "the profile never retries",
         tune=_envelope_tune,
+        tune_optional=True,
         # Upper bounds tens of ms wide over a chain of retries: beside other lanes, in an
         # xdist worker next to a second suite, the reference once waited 58 ms past its
         # envelope with 42 ms of lag measured (a false FAIL), so it plays alone.
@@ -299,17 +342,37 @@ CAPS_LAST = 0.3
 
 
 def _caps_retries(policy: ClientPolicy) -> int:
-    """Enough retries that the last one is under the widest cap."""
-    return max(first for first, _ in policy.backoff.caps)
+    """Enough retries that the last one is under the widest cap (at least two, to see
+    growth), as far as the profile goes on retrying."""
+    return max(2, _retries_allowed(policy, max(first for first, _ in policy.backoff.caps)))
 
 
-def _caps_applies(policy: ClientPolicy, transport: str) -> str | None:
-    if len(policy.backoff.caps) < 2:
-        return "the profile's cap does not change with the attempt count"
-    limit = policy.max_attempts
-    if limit is not None and limit <= _caps_retries(policy):
-        return f"the profile stops after {limit} attempts, before its last cap"
-    return None
+GROWS_SURELY = 1.5  # the last delay at least this many times the first: it grows
+FLAT_SURELY = 1.2  # at most this many times: it does not double (the seed's least is 2)
+
+
+def _declares_growth(backoff: BackoffConfig) -> bool:
+    return backoff.family != "none" and backoff.exponential(2) > backoff.exponential(1)
+
+
+def growth_outcome(attempts: Sequence[Attempt], retries: int, noise: Noise) -> Outcome:
+    """The seed's growth rule on measured delays, for a profile that declares none: the
+    last retry's own delay is surely under FLAT_SURELY times the first's (a fixed
+    delay): FAIL; surely GROWS_SURELY times or more: it grows."""
+    want = (
+        f"the delays grow (the seed doubles them): retry {retries} waits at least "
+        f"{GROWS_SURELY:g}x retry 1's delay; the profile declares a constant delay"
+    )
+    if len(attempts) < retries + 1:
+        return Outcome.failed(want, f"{len(attempts) - 1} of {retries} retries came")
+    first = wait_between(attempts[0], attempts[1], noise)
+    last = wait_between(attempts[retries - 1], attempts[retries], noise)
+    seen = f"retry 1 waited {ms(first.measured)}, retry {retries} {ms(last.measured)}"
+    if last.most < FLAT_SURELY * max(first.least, 0.0):
+        return Outcome.failed(want, f"a constant delay: {seen}")
+    if last.least >= GROWS_SURELY * first.most:
+        return Outcome.passed(want, seen)
+    return Outcome.unsure(want, seen, noise.headline())
 
 
 def _caps_tune(policy: ClientPolicy) -> ClientPolicy:
@@ -319,7 +382,7 @@ def _caps_tune(policy: ClientPolicy) -> ClientPolicy:
 
 async def _play_caps(ctx: CaseContext) -> None:
     retries = _caps_retries(ctx.policy)
-    await one_stream(lambda p: _failures(retries), retries=retries)(ctx)
+    await one_stream(lambda p: _failures(retries, p), retries=retries)(ctx)
 
 
 def _check_caps(ev: Evidence, policy: ClientPolicy) -> Outcome:
@@ -327,6 +390,8 @@ def _check_caps(ev: Evidence, policy: ClientPolicy) -> Outcome:
     caps = ", ".join(f"{ms(c)} from retry {n}" for n, c in policy.backoff.caps)
     outcome = envelope_outcome(ev.attempts, policy.backoff, retries, ev.noise)
     outcome = replace(outcome, expected=f"{outcome.expected}; caps {caps}")
+    if not _declares_growth(policy.backoff):
+        outcome = all_of(growth_outcome(ev.attempts, retries, ev.noise), outcome)
     return all_of(outcome, ended_with_done(ev))
 
 
@@ -341,8 +406,8 @@ register_row(
         source=SEED + " (progressive caps)",
         play=_play_caps,
         check=_check_caps,
-        applies=_caps_applies,
         tune=_caps_tune,
+        tune_optional=True,
         alone=True,  # the same tight upper bounds as SC-BACKOFF-1/2
     ),
     get_id="SC-BACKOFF-3",
@@ -352,20 +417,14 @@ register_row(
 
 # -- row 3: the count starts over after a success -----------------------------------------
 
-RESET_FAILURES = 2  # failures of the first stream, before it succeeds
+RESET_FAILURES = 2  # failures of the first stream, before it succeeds (fewer if it stops)
 RESET_GAP = 0.15  # tuned: retry 3's envelope starts this far above retry 1's end
 RESET_PATHS = (f"{ROOT}/first", f"{ROOT}/second")
 RESET_CLIENT = "returning-user"
 
 
-def _reset_applies(policy: ClientPolicy, transport: str) -> str | None:
-    b = policy.backoff
-    if b.envelope(3)[0] <= b.envelope(1)[1]:
-        return "the profile's envelopes for retries 1 and 3 overlap"
-    limit = policy.max_attempts
-    if limit is not None and limit <= RESET_FAILURES:
-        return f"the profile stops after {limit} attempts"
-    return None
+def _reset_failures(policy: ClientPolicy) -> int:
+    return _retries_allowed(policy, RESET_FAILURES)
 
 
 def _reset_tune(policy: ClientPolicy) -> ClientPolicy:
@@ -381,13 +440,14 @@ async def _play_reset(ctx: CaseContext) -> None:
     ctx.server.load(
         Scenario(
             endpoints=(
-                Endpoint(first, tuple(_failures(RESET_FAILURES))),
-                Endpoint(second, tuple(_failures(1))),
+                Endpoint(first, tuple(_failures(_reset_failures(ctx.policy), ctx.policy))),
+                Endpoint(second, tuple(_failures(1, ctx.policy))),
             ),
             seed=seed,
         )
     )
-    for n, (path, failures) in enumerate(((first, RESET_FAILURES), (second, 1)), start=1):
+    failed = _reset_failures(ctx.policy)
+    for n, (path, failures) in enumerate(((first, failed), (second, 1)), start=1):
         ctx.start(_request(ctx.transport, path, f"s{n}", RESET_CLIENT))
         await ctx.wait_ended(f"s{n}", retry_budget(ctx.policy, failures))
 
@@ -398,21 +458,26 @@ def _request(transport: Transport, path: str, stream: str, client: str) -> Strea
 
 def _check_reset(ev: Evidence, policy: ClientPolicy) -> Outcome:
     first, second = (tuple(a for a in ev.attempts if a.path == p) for p in RESET_PATHS)
+    failures = _reset_failures(policy)
     low, high = policy.backoff.envelope(1)
     want = (
-        f"after a stream that needed {RESET_FAILURES} retries completed, the next stream's "
+        f"after a stream that needed {failures} retries completed, the next stream's "
         f"first retry waits within retry 1's envelope {_window(low, high)} "
         "(the client's own delay, less the measured harness lag)"
     )
     setup = all_of(ended_with_done(ev, "s1"), ended_with_done(ev, "s2"))
     if not setup.ok:
         return replace(setup, expected=want)
-    if len(first) != RESET_FAILURES + 1 or len(second) != 2:
+    if len(first) != failures + 1 or len(second) != 2:
         return Outcome.failed(want, f"{len(first)} and {len(second)} attempts on the two streams")
     wait = wait_between(second[0], second[1], ev.noise)
     row = _describe(1, wait, low, high)
-    # The flaw: a count carried over, so retry 3's envelope; RESET_GAP above retry 1's.
-    resolution = policy.backoff.envelope(3)[0] - high
+    # The flaw: a count carried over, so the next retry's envelope; RESET_GAP above
+    # retry 1's when tuned. Untuned envelopes may overlap (a fixed delay): then the
+    # check holds the wait to retry 1's envelope at the envelope checks' resolution.
+    resolution = policy.backoff.envelope(failures + 1)[0] - high
+    if resolution <= 0:
+        resolution = envelope_resolution(low, high)
     decision = decide(wait, low, high, resolution)
     if decision == "in":
         return Outcome(True, want, row)
@@ -437,8 +502,8 @@ register_row(
         'counter")',
         play=_play_reset,
         check=_check_reset,
-        applies=_reset_applies,
         tune=_reset_tune,
+        tune_optional=True,
     ),
     get_id="SC-BACKOFF-5",
     post_id="SC-BACKOFF-6",
@@ -447,39 +512,49 @@ register_row(
 
 # -- row 4: Retry-After longer than the backoff -------------------------------------------------
 
-HINT = 0.1  # seconds, at least; always twice retry 2's envelope end or more
+HINT = 0.1  # seconds, at least
+# The hint is this many times the hinted retry's own backoff (its envelope's end): a
+# client that ignores it waits at most a third of it, surely under the half that fails.
+HINT_OVER_BACKOFF = 3
+
+
+def _hinted(policy: ClientPolicy) -> int:
+    """The retry the hint comes with: the second, or the first for a profile that stops
+    after two attempts (it would give up before a second)."""
+    limit = policy.max_attempts
+    return 2 if limit is None or limit >= 3 else 1
 
 
 def _hint(policy: ClientPolicy) -> float:
-    return math.ceil(max(HINT, 2 * policy.backoff.envelope(2)[1]) * 1000) / 1000
+    own = policy.backoff.envelope(_hinted(policy))[1]
+    return math.ceil(max(HINT, HINT_OVER_BACKOFF * own) * 1000) / 1000
 
 
 def _hint_applies(policy: ClientPolicy, transport: str) -> str | None:
-    if not policy.retry_after:
-        return "the profile does not honour Retry-After"
-    if policy.retry_after_cap < _hint(policy):
+    if policy.retry_after and policy.retry_after_cap < _hint(policy):
         return f"the profile caps Retry-After below {ms(_hint(policy))}"
-    if policy.max_attempts is not None and policy.max_attempts < 3:
-        return "the profile stops before a third attempt"
     return None
 
 
 def _hint_steps(policy: ClientPolicy) -> list[Step]:
     millis = str(round(_hint(policy) * 1000))
     hinted = Respond(status=429, headers=(("retry-after-ms", millis),))
-    return [Respond(status=503), hinted, Stream(events=EVENTS)]
+    before = [Respond(status=503)] if _hinted(policy) == 2 else []
+    return [*before, hinted, Stream(events=EVENTS)]
 
 
 def _check_hint(ev: Evidence, policy: ClientPolicy) -> Outcome:
     hint = _hint(policy)
-    backoff = policy.backoff.envelope(2)
+    n = _hinted(policy)
+    backoff = policy.backoff.envelope(n)
+    ignores = "" if policy.retry_after else "; the profile declares it ignores Retry-After"
     want = (
-        f"retry 2 waits at least the server's {ms(hint)} hint, longer than its backoff "
-        f"({_window(*backoff)})"
+        f"retry {n} waits at least the server's {ms(hint)} hint, longer than its backoff "
+        f"({_window(*backoff)}){ignores}"
     )
-    if len(ev.attempts) < 3:
+    if len(ev.attempts) < n + 1:
         return Outcome.failed(want, f"{len(ev.attempts)} attempt(s)")
-    wait = wait_between(ev.attempts[1], ev.attempts[2], ev.noise)
+    wait = wait_between(ev.attempts[n - 1], ev.attempts[n], ev.noise)
     seen = f"waited {ms(wait.measured)} (the client's own delay at most {ms(wait.most)})"
     # The hint ignored leaves retry 2's backoff at most, under half the hint.
     return all_of(waited_the_hint(wait, hint, want, seen, ev.noise), ended_with_done(ev))
@@ -493,7 +568,7 @@ register_row(
             "client MUST wait at least the hint (up to its profile's cap) before retrying."
         ),
         source=RETRY_AFTER,
-        play=lambda ctx: one_stream(_hint_steps, retries=2, waits=_hint)(ctx),
+        play=lambda ctx: one_stream(_hint_steps, retries=_hinted(ctx.policy), waits=_hint)(ctx),
         check=_check_hint,
         applies=_hint_applies,
     ),
@@ -511,9 +586,8 @@ def _jitter_path(i: int) -> str:
 
 async def _play_jitter(ctx: CaseContext) -> None:
     clients = range(JITTER_CLIENTS)
-    endpoints = tuple(
-        Endpoint(_jitter_path(i), (Respond(status=503), Stream(events=1))) for i in clients
-    )
+    failure = _failure(ctx.policy)
+    endpoints = tuple(Endpoint(_jitter_path(i), (failure, Stream(events=1))) for i in clients)
     ctx.server.load(Scenario(endpoints=endpoints, seed=ctx.server.scenario.seed))
     for i in clients:
         ctx.start(_request(ctx.transport, _jitter_path(i), f"j{i}", f"jitter-{i}"))
@@ -538,7 +612,7 @@ def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
 
 
 def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
-    spread = first_delay_range(policy.backoff)
+    spread = judged_range(policy)
     if noisy := too_noisy(ev.noise):  # before any rule: a late retry is noise too
         return Outcome.unsure(f"{JITTER_CLIENTS} clients' first delays", noisy)
     samples: list[Wait] = []
@@ -551,10 +625,11 @@ def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
         samples.append(wait_between(attempts[0], attempts[1], ev.noise))
     if missing:
         return Outcome.failed(
-            f"all {JITTER_CLIENTS} clients retry once after a 503",
+            f"all {JITTER_CLIENTS} clients retry once after a failure",
             f"{missing} client(s) did not retry within the deadline",
         )
-    return jitter_outcome(samples, spread, ev.noise.headline())
+    outcome = jitter_outcome(samples, spread, ev.noise.headline())
+    return replace(outcome, expected=outcome.expected + _range_note(policy))
 
 
 register_row(
@@ -570,6 +645,7 @@ register_row(
         check=_check_jitter,
         applies=_jitter_applies,
         tune=_span_tune(JITTER_SPAN),
+        tune_optional=True,
         quiet_gc=True,  # fifty clients' waits, measured together
     ),
     get_id="SC-BACKOFF-9",
@@ -626,7 +702,7 @@ async def _herd_formed(ctx: CaseContext, patience: float) -> int:
 
 
 def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
-    spread = first_delay_range(policy.backoff)
+    spread = judged_range(policy)
     if noisy := too_noisy(ev.noise):  # before any rule: a late reconnect is noise too
         return Outcome.unsure(f"{HERD_CLIENTS} clients' reconnect delays", noisy)
     cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
@@ -637,7 +713,8 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
     # Every client's failure is the cut: the proxy drops all its connections in one go,
     # so the latest and earliest close bound each client's own failure moment.
     delays = [wait_from(max(cuts), min(cuts), at, ev.noise) for at in arrivals]
-    return herd_outcome(delays, HERD_CLIENTS, spread)
+    outcome = herd_outcome(delays, HERD_CLIENTS, spread)
+    return replace(outcome, expected=outcome.expected + _range_note(policy))
 
 
 register_row(
@@ -654,6 +731,7 @@ register_row(
         check=_check_herd,
         applies=_jitter_applies,
         tune=_span_tune(HERD_SPAN),
+        tune_optional=True,
         quiet_gc=True,  # fifty clients' delays from one cut, measured together
     ),
     get_id="SC-BACKOFF-11",  # GET only: SC-BACKOFF-12 is reserved
