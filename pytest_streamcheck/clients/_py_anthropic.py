@@ -42,6 +42,8 @@ def _info(name: str) -> AdapterInfo:
         version=anthropic.__version__,
         capabilities=frozenset({"post"}),
         profile=PROFILE,
+        # A redirect's target (a plain endpoint) answers as the API would, too.
+        wire_format="anthropic",
     )
 
 

@@ -35,7 +35,12 @@ API_KEY = "sk-streamcheck-dummy"
 
 def _info(name: str) -> AdapterInfo:
     return AdapterInfo(
-        name=name, version=openai.__version__, capabilities=frozenset({"post"}), profile=PROFILE
+        name=name,
+        version=openai.__version__,
+        capabilities=frozenset({"post"}),
+        profile=PROFILE,
+        # A redirect's target (a plain endpoint) answers as the API would, too.
+        wire_format="openai",
     )
 
 
