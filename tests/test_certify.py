@@ -32,7 +32,7 @@ def bundle(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["streamcheck: certification bundle in cert (badge: partial 2/2 (2 of 206 selected))*"]
+        ["streamcheck: certification bundle in cert (badge: partial 2/2 (2 of 208 selected))*"]
     )
     return pytester.path / "cert"
 
@@ -62,7 +62,7 @@ def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Pat
     assert manifest["schema"] == "streamcheck-certificate/1"
     assert manifest["kit"]["version"] == pytest_streamcheck.__version__
     assert manifest["catalog"] == catalog_fingerprint()
-    assert manifest["catalog"]["cases"] == 206
+    assert manifest["catalog"]["cases"] == 208
     assert manifest["client"] == {
         "name": "streamcheck-reference",
         "version": pytest_streamcheck.__version__,
@@ -74,7 +74,7 @@ def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Pat
     assert manifest["seed"] == 5
     assert {"python", "system", "machine"} <= set(manifest["platform"])
     assert manifest["selection"]["keyword"]  # the -k the run was given
-    assert manifest["coverage"]["grade"] == "partial 2/2 (2 of 206 selected)"
+    assert manifest["coverage"]["grade"] == "partial 2/2 (2 of 208 selected)"
     assert manifest["noise"]["cases_measured"] == 2
     assert set(manifest["noise"]["loops"]) == {"client", "proxy", "server"}
     assert manifest["noise"]["loops"]["server"]["worst_p99_case"] in CASES
@@ -97,9 +97,9 @@ def test_a_part_of_the_catalog_verifies_as_intact_but_not_complete(bundle: Path)
     assert run.returncode == 1, run.stdout + run.stderr
     out = run.stdout
     assert "intact: yes; complete: no" in out
-    assert "NOT  selection: 2 of the catalog's 206 cases selected (keyword" in out
+    assert "NOT  selection: 2 of the catalog's 208 cases selected (keyword" in out
     assert "ok   judged: every applicable case was judged (2 of 2)" in out
-    assert "that the client is conformant: 204 of the catalog's 206 cases not selected" in out
+    assert "that the client is conformant: 206 of the catalog's 208 cases not selected" in out
     assert "FAIL" not in out
 
 

@@ -35,3 +35,21 @@ def test_a_profile_that_claims_growth_is_held_to_it() -> None:
     claimed = fixed_profile(backoff=get_profile("seed-fetch").policy.backoff)
     (result,) = run_suite(FixedDelayAdapter, profile=claimed, select=["SC-BACKOFF-1"])
     assert result.verdict.value == "FAIL", result.outcome
+
+
+def test_ignoring_retry_after_fails_the_retry_after_cases() -> None:
+    """Its 1 s retry meets hints of 3 s (three times its own delay): each form fails."""
+    ids = ["SC-RETRY-29", "SC-RETRY-31", "SC-RETRY-33"]
+    results = run_suite(FixedDelayAdapter, profile=fixed_profile(), select=ids)
+    assert {r.case.id: r.verdict.value for r in results} == dict.fromkeys(ids, "FAIL")
+    assert all("waited 1.0" in (r.outcome.observed if r.outcome else "") for r in results)
+
+
+def test_retrying_409_passes_when_declared_and_fails_under_the_seed() -> None:
+    """The client retries 409: its own profile says so (PASS); the seed's does not (FAIL)."""
+    declared = run_suite(FixedDelayAdapter, profile=fixed_profile(), select=["SC-RETRY-41"])
+    seed = run_suite(FixedDelayAdapter, profile="seed-eventsource", select=["SC-RETRY-41"])
+    assert [r.verdict.value for r in declared] == ["PASS"]
+    assert [r.verdict.value for r in seed] == ["FAIL"]
+    assert seed[0].outcome is not None
+    assert "it is not retried" in seed[0].outcome.expected

@@ -1,12 +1,19 @@
 """SC-RETRY: the retry matrix, network failures, Retry-After and bounded retries.
 
 Each requirement is one row, registered for GET (the odd id) and POST (the even id)
-where it is written (``conformance.cases._common.register_row``).
+where it is written (``conformance.cases._common.register_row``). SC-RETRY-25/26 are
+retired (never reused): they played SC-COMMIT-3/4's script and judged it again.
+
+The seed's matrix (400, 401, 403, 404 and 422 never; 429 and 5xx always) is a rule:
+a profile that declares otherwise declares a failure, and is judged by it. The
+statuses the seeds leave open (408, 409) are judged by the profile's own matrix: a
+client that retries 409 and says so passes; under the seed profiles it must not.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -60,23 +67,41 @@ def _attempts_at_least(ev: Evidence, n: int, why: str) -> Outcome:
 # -- never retried -----------------------------------------------------------
 
 
+def _declared(policy: ClientPolicy, status: int, seed_retries: bool) -> str:
+    """A note for the expected side when the profile's matrix departs from the seed's."""
+    if policy.matrix.is_retryable(status) == seed_retries:
+        return ""
+    says = "retries" if not seed_retries else "does not retry"
+    return f" (the profile declares it {says} a {status}: the seed's matrix decides)"
+
+
+def _not_retried(ev: Evidence, status: int, note: str = "", *, never: bool = True) -> Outcome:
+    attempts = len(ev.attempts)
+    once = (
+        Outcome.passed(f"exactly 1 request for a {status}{note}", "1 request")
+        if attempts == 1
+        else Outcome.failed(
+            f"exactly 1 request for a {status}: it is {'never' if never else 'not'} retried{note}",
+            f"{attempts} requests",
+            *(f"attempt {a.seq} got {a.status}" for a in ev.attempts),
+        )
+    )
+    return all_of(
+        once,
+        ended_with_error(ev, ["non_retryable_status"], status=status),
+        delivered_exactly(ev, []),
+    )
+
+
+def _retried_until_done(ev: Evidence, status: int, note: str = "") -> Outcome:
+    return all_of(
+        _attempts_at_least(ev, 3, f"two {status}s, then a stream{note}"), _succeeded_exactly(ev)
+    )
+
+
 def _no_retry(status: int) -> Row:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
-        attempts = len(ev.attempts)
-        once = (
-            Outcome.passed(f"exactly 1 request for a {status}", "1 request")
-            if attempts == 1
-            else Outcome.failed(
-                f"exactly 1 request for a {status}: it is never retried",
-                f"{attempts} requests",
-                *(f"attempt {a.seq} got {a.status}" for a in ev.attempts),
-            )
-        )
-        return all_of(
-            once,
-            ended_with_error(ev, ["non_retryable_status"], status=status),
-            delivered_exactly(ev, []),
-        )
+        return _not_retried(ev, status, _declared(policy, status, seed_retries=False))
 
     return Row(
         title=f"{status} is not retried",
@@ -95,9 +120,7 @@ def _no_retry(status: int) -> Row:
 
 def _retried(status: int) -> Row:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
-        return all_of(
-            _attempts_at_least(ev, 3, f"two {status}s, then a stream"), _succeeded_exactly(ev)
-        )
+        return _retried_until_done(ev, status, _declared(policy, status, seed_retries=True))
 
     return Row(
         title=f"{status} is retried until success",
@@ -124,6 +147,44 @@ register_row(_retried(503), get_id="SC-RETRY-13", post_id="SC-RETRY-14")
 register_row(_retried(500), get_id="SC-RETRY-15", post_id="SC-RETRY-16")
 register_row(_retried(502), get_id="SC-RETRY-17", post_id="SC-RETRY-18")
 register_row(_retried(504), get_id="SC-RETRY-19", post_id="SC-RETRY-20")
+
+
+# -- as the profile's matrix says -------------------------------------------------
+
+PROFILE_MATRIX = (
+    "seeds/000 §The Retryable-Error Matrix (4xx never retried) and seeds/002 §Streaming "
+    "responses (408 retried): the profile's retry matrix decides"
+)
+
+
+def _as_declared(status: int, meaning: str) -> Row:
+    def steps(policy: ClientPolicy) -> list[Respond | Stream]:
+        if policy.matrix.is_retryable(status):
+            return [Respond(status=status), Respond(status=status), Stream(events=EVENTS)]
+        return [Respond(status=status)]
+
+    def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        if policy.matrix.is_retryable(status):
+            return _retried_until_done(ev, status, " (the profile declares it retried)")
+        return _not_retried(ev, status, " (the profile declares it not retried)", never=False)
+
+    return Row(
+        title=f"{status} ({meaning}) is handled as the profile's matrix declares",
+        requirement=(
+            f"A client MUST retry a {status} response if its profile's retry matrix lists "
+            "it (delivering the later attempt's stream exactly once), and otherwise MUST NOT "
+            "retry it and MUST surface it as a non-retryable error carrying the status."
+        ),
+        source=PROFILE_MATRIX,
+        play=lambda ctx: one_stream(
+            steps, retries=2 if ctx.policy.matrix.is_retryable(status) else 0, settle=True
+        )(ctx),
+        check=check,
+    )
+
+
+register_row(_as_declared(408, "Request Timeout"), get_id="SC-RETRY-39", post_id="SC-RETRY-40")
+register_row(_as_declared(409, "Conflict"), get_id="SC-RETRY-41", post_id="SC-RETRY-42")
 
 
 # -- network failures ----------------------------------------------------------
@@ -171,22 +232,6 @@ register_row(
     ),
     get_id="SC-RETRY-23",
     post_id="SC-RETRY-24",
-)
-register_row(
-    Row(
-        title="A reset after the headers, before the first chunk, is retried",
-        requirement="A client MUST retry when the connection breaks after the headers but "
-        "before the first chunk: nothing has reached the consumer yet.",
-        source=NETWORK,
-        play=one_stream(
-            lambda p: [Stream(events=0, end="abort"), Stream(events=EVENTS)], retries=1
-        ),
-        check=lambda ev, p: all_of(
-            _attempts_at_least(ev, 2, "the first one broke"), _succeeded_exactly(ev)
-        ),
-    ),
-    get_id="SC-RETRY-25",
-    post_id="SC-RETRY-26",
 )
 
 
@@ -249,28 +294,50 @@ register_row(
 # -- Retry-After -----------------------------------------------------------------
 
 
+# A hint is at least this many times the longest first delay the profile would use on
+# its own: a client that ignores it waits at most a third of it (a fixed 1 s retry
+# meets a 3 s hint), surely under the half that fails.
+HINT_OVER_BACKOFF = 3
+
+
+def _own_delay(policy: ClientPolicy) -> float:
+    return policy.backoff.envelope(1)[1]
+
+
 def _retry_after(
     status: int,
     form: str,
-    hint: float,
-    respond: Callable[[], Respond],
+    least: float,
+    respond: Callable[[float], Respond],
+    *,
+    whole: bool,
     cap: float | None = None,
 ) -> Row:
-    """``cap``: run with the profile's Retry-After cap lowered to this, when the
-    client can be configured. Whole-second hints (the seconds and date forms) would
-    otherwise cost a full second per case; the check reads the cap from the policy,
-    so it holds either way, and a client that ignores the header still fails."""
+    """The hint is ``least`` seconds, or HINT_OVER_BACKOFF times the profile's own first
+    delay if that is longer (whole seconds for the seconds and date forms: ``whole``).
+    ``cap``: run with the profile's Retry-After cap lowered to this, when the client can
+    be configured. Whole-second hints would otherwise cost a full second per case; the
+    check reads the cap from the policy, so it holds either way, and a client that
+    ignores the header still fails. The date form's date is rounded up to its whole
+    second, so it never asks for less than the hint."""
+
+    def hint(policy: ClientPolicy) -> float:
+        seconds = max(least, HINT_OVER_BACKOFF * _own_delay(policy))
+        return float(math.ceil(seconds)) if whole else math.ceil(seconds * 1000) / 1000
 
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
-        expected = min(hint, policy.retry_after_cap)
+        # A profile that ignores hints has no cap to clamp them to: the hint stands.
+        cap = policy.retry_after_cap if policy.retry_after else math.inf
+        expected = min(hint(policy), cap)
+        ignores = "" if policy.retry_after else "; the profile declares it ignores Retry-After"
         if len(ev.attempts) < 2:
             return Outcome.failed(
-                f"a retry after at least {expected:.3f}s", f"{len(ev.attempts)} attempt(s)"
+                f"a retry after at least {expected:.3f}s{ignores}", f"{len(ev.attempts)} attempt(s)"
             )
         wait = wait_between(ev.attempts[0], ev.attempts[1], ev.noise)
         want = (
-            f"the retry waits at least {expected:.3f}s (Retry-After {form}, capped at "
-            f"{policy.retry_after_cap:.3f}s)"
+            f"the retry waits at least {expected:.3f}s (Retry-After {form} of "
+            f"{hint(policy):.3f}s, capped at {cap:.3f}s){ignores}"
         )
         seen = f"waited {wait.measured:.3f}s (at most {wait.most:.3f}s of its own)"
         return all_of(waited_the_hint(wait, expected, want, seen, ev.noise), _succeeded_exactly(ev))
@@ -283,19 +350,14 @@ def _retry_after(
         ),
         source="RFC 9110 §10.2.3; seeds/000 §The Retryable-Error Matrix (429 and 503)",
         play=one_stream(
-            lambda p: [respond(), Stream(events=EVENTS)],
+            lambda p: [respond(hint(p)), Stream(events=EVENTS)],
             retries=1,
-            waits=lambda p: min(hint + 1.0, p.retry_after_cap),
+            waits=lambda p: min(hint(p) + 1.0, max(p.retry_after_cap, _own_delay(p))),
         ),
         check=check,
-        applies=_honours_retry_after,
         tune=None if cap is None else _cap_retry_after(cap),
         tune_optional=True,
     )
-
-
-def _honours_retry_after(policy: ClientPolicy, transport: str) -> str | None:
-    return None if policy.retry_after else "the profile does not honour Retry-After"
 
 
 def _cap_retry_after(cap: float) -> Callable[[ClientPolicy], ClientPolicy]:
@@ -307,7 +369,8 @@ register_row(
         429,
         "in seconds",
         1.0,
-        lambda: Respond(status=429, headers=(("retry-after", "1"),)),
+        lambda h: Respond(status=429, headers=(("retry-after", str(round(h))),)),
+        whole=True,
         cap=RETRY_AFTER_TEST_CAP,
     ),
     get_id="SC-RETRY-29",
@@ -318,7 +381,8 @@ register_row(
         503,
         "as an HTTP date",
         1.0,
-        lambda: Respond(status=503, retry_after_date=1.0),
+        lambda h: Respond(status=503, retry_after_date=h),
+        whole=True,
         cap=RETRY_AFTER_TEST_CAP,
     ),
     get_id="SC-RETRY-31",
@@ -329,7 +393,8 @@ register_row(
         429,
         "as retry-after-ms",
         0.3,
-        lambda: Respond(status=429, headers=(("retry-after-ms", "300"),)),
+        lambda h: Respond(status=429, headers=(("retry-after-ms", str(round(h * 1000))),)),
+        whole=False,
     ),
     get_id="SC-RETRY-33",
     post_id="SC-RETRY-34",
