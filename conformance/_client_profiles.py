@@ -56,13 +56,18 @@ CLIENT_PROFILE_ROWS: dict[str, tuple[str, str, ClientPolicy, frozenset[str]]] = 
     "openai-node": (
         "openai-node's streaming chat completions (the SDK's own retries)",
         "openai-node, src/client.ts (retryRequest, calculateDefaultRetryTimeoutMillis)",
+        # openai-node 7.x honours a hint up to 60 s; a longer one is not clamped but
+        # dropped for its own backoff (probe: a 90 s hint, retried after 0.5 s), which
+        # no cap can say; the cases' hints stay under 60 s, where the row holds.
         replace(_STAINLESS, name="openai-node"),
         frozenset({"post"}),
     ),
     "anthropic-node": (
         "@anthropic-ai/sdk's streaming messages (the SDK's own retries)",
         "@anthropic-ai/sdk, src/client.ts (retryRequest, calculateDefaultRetryTimeoutMillis)",
-        replace(_STAINLESS, name="anthropic-node"),
+        # @anthropic-ai/sdk 1.x waits whatever a hint asks (up to 2**31 - 1 ms): no 60 s
+        # limit, so the longest a profile may state; the probe saw a 90 s hint waited.
+        replace(_STAINLESS, name="anthropic-node", retry_after_cap=3600.0),
         frozenset({"post"}),
     ),
     # httpx-sse parses a response; it never retries anything.

@@ -1,0 +1,108 @@
+"""The shipped Node adapters (issue 9): each target loads by name, says who it is, and
+is judged on a few cases as the real library behaves (docs/clients-node.md).
+
+Needs Node and ``python -m pytest_streamcheck.clients.node install``; skipped without.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from conformance import Verdict, run_suite
+from pytest_streamcheck._exec import ExecAdapter
+from pytest_streamcheck._targets import TargetError, load_target
+from pytest_streamcheck.clients import node
+
+try:
+    INSTALLED = node.ready_dir()
+    MISSING = ""
+except TargetError as exc:
+    MISSING = str(exc)
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"Node adapters unavailable: {MISSING}")
+
+PASS, FAIL, UNSUPPORTED = Verdict.PASS, Verdict.FAIL, Verdict.UNSUPPORTED
+
+# What each library really does on a few chosen cases (the full runs: docs/clients-node.md).
+EXPECTED: dict[str, dict[str, Verdict]] = {
+    "node-openai": {
+        "SC-RETRY-2": PASS,  # a 400 is not retried and reaches the app with its status
+        "SC-RETRY-12": PASS,  # a 429 is retried (0.5 s, then 1 s) until the stream comes
+        "SC-COMMIT-12": FAIL,  # a clean end without [DONE] ends the iteration as if complete
+        "SC-RETRY-1": UNSUPPORTED,  # the SDK makes no GET stream
+    },
+    "node-anthropic": {
+        "SC-RETRY-2": PASS,
+        "SC-RETRY-14": PASS,  # a 503 is retried until the stream comes
+        "SC-COMMIT-12": FAIL,  # a body that ends without message_stop is accepted
+    },
+    "fetch-event-source": {
+        "SC-RETRY-2": FAIL,  # the default onopen throws on the 400 and onerror retries it
+        "SC-COMMIT-2": PASS,
+        "SC-SSE-9": FAIL,  # a comment-only block reaches onmessage as an empty message
+        "SC-RETRY-24": PASS,  # a reset before the headers is retried (a fresh pool a case)
+    },
+    "eventsource": {
+        "SC-RETRY-1": PASS,  # a 400 fails the connection for good, its status on the event
+        "SC-RETRY-11": FAIL,  # ...and so does a 429: WHATWG retries no status
+        "SC-COMMIT-1": PASS,
+        "SC-RETRY-2": UNSUPPORTED,  # EventSource sends no POST
+    },
+}
+
+
+def _installed_version(package: str) -> str:
+    manifest = INSTALLED / "node_modules" / package / "package.json"
+    return str(json.loads(manifest.read_text())["version"])
+
+
+@pytest.mark.parametrize("target", sorted(node.ADAPTERS))
+def test_each_target_loads_by_name_and_says_who_it_is(target: str) -> None:
+    spec = node.ADAPTERS[target]
+    adapter = load_target(target)()
+    assert isinstance(adapter, ExecAdapter)
+
+    async def handshake() -> None:
+        try:
+            await adapter.start()
+            info = adapter.info
+            assert info.name == spec.name
+            assert info.profile == spec.profile
+            assert info.version == _installed_version(spec.package)
+            assert info.capabilities == spec.capabilities
+            assert "configurable" not in info.capabilities
+        finally:
+            await adapter.aclose()
+
+    asyncio.run(handshake())
+
+
+def test_the_pinned_versions() -> None:
+    assert _installed_version("@microsoft/fetch-event-source") == "2.0.1"
+    assert _installed_version("eventsource").startswith("4.1.")
+
+
+@pytest.mark.parametrize("target", sorted(EXPECTED))
+def test_judged_as_the_library_behaves(target: str) -> None:
+    expected = EXPECTED[target]
+    results = run_suite(load_target(target), select=list(expected), lanes=2)
+    got = {r.case.id: r.verdict for r in results}
+    if got != expected:
+        # A timing verdict can move under load; a behaviour verdict cannot: say which.
+        detail = {
+            r.case.id: f"{r.verdict.value}: {r.reason or (r.outcome.observed if r.outcome else '')}"
+            for r in results
+            if r.verdict != expected[r.case.id]
+        }
+        pytest.fail(f"{target}: {detail}")
+
+
+def test_without_the_install_the_target_says_what_to_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    monkeypatch.setenv(node.ENV_DIR, str(tmp_path))
+    with pytest.raises(TargetError, match=r"pytest_streamcheck\.clients\.node install"):
+        load_target("node-openai")()
