@@ -9,6 +9,7 @@ a ``streamcheck_adapter`` factory, or a name registered under the
 from __future__ import annotations
 
 import importlib
+import inspect
 import shlex
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -51,8 +52,8 @@ def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
         return browser_factory(target[len("browser:") :])
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if target in registered:
-        return _factory(registered[target].load(), target)
-    return _factory(_import(target), target)
+        return _factory(registered[target].load(), target, seed)
+    return _factory(_import(target), target, seed)
 
 
 def _import(target: str) -> Any:
@@ -73,12 +74,15 @@ def _import(target: str) -> Any:
         ) from None
 
 
-def _factory(obj: Any, target: str) -> Callable[[], ClientAdapter]:
+def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
     if not callable(obj):
         raise TargetError(f"{target}: {obj!r} is not callable; expected an adapter factory")
+    # A factory that takes ``seed`` gets the run's (--streamcheck-seed): it seeds the
+    # client's randomness, so a run reproduces with the seed it prints.
+    kwargs = {"seed": seed} if _takes_seed(obj) else {}
 
     def make() -> ClientAdapter:
-        adapter = obj()
+        adapter = obj(**kwargs)
         if not isinstance(adapter, ClientAdapter):
             raise TargetError(
                 f"{target}: the factory returned {type(adapter).__name__}, which lacks the "
@@ -87,6 +91,15 @@ def _factory(obj: Any, target: str) -> Callable[[], ClientAdapter]:
         return adapter
 
     return make
+
+
+def _takes_seed(obj: Any) -> bool:
+    try:
+        parameters = inspect.signature(obj).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: call it plainly
+        return False
+    seed = parameters.get("seed")
+    return seed is not None and seed.kind in (seed.POSITIONAL_OR_KEYWORD, seed.KEYWORD_ONLY)
 
 
 def describe_targets() -> str:
