@@ -26,6 +26,7 @@ from pytest_streamcheck.clients._py_common import (
     prompt_of,
     request_headers,
     sdk_error,
+    tls_context,
 )
 
 __all__ = ["AnthropicAdapter", "AnthropicAsyncAdapter"]
@@ -65,13 +66,14 @@ class AnthropicAdapter(ThreadedSyncAdapter):
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._tls = tls_context()
 
     def _client(self, request: AdapterRequest) -> anthropic.Anthropic:
         def make() -> anthropic.Anthropic:
             return anthropic.Anthropic(
                 base_url=request.url,
                 api_key=API_KEY,
-                http_client=anthropic.DefaultHttpxClient(trust_env=False),
+                http_client=anthropic.DefaultHttpxClient(trust_env=False, verify=self._tls),
             )
 
         client: anthropic.Anthropic = cached(
@@ -117,6 +119,7 @@ class AnthropicAsyncAdapter:
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], anthropic.AsyncAnthropic] = {}
+        self._tls = tls_context()
 
     def _client(self, request: AdapterRequest) -> anthropic.AsyncAnthropic:
         key = (request.request.client, request.url)
@@ -125,7 +128,7 @@ class AnthropicAsyncAdapter:
             client = self._clients[key] = anthropic.AsyncAnthropic(
                 base_url=request.url,
                 api_key=API_KEY,
-                http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False),
+                http_client=anthropic.DefaultAsyncHttpxClient(trust_env=False, verify=self._tls),
             )
         return client
 

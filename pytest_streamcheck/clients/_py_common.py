@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+import httpx
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._case import JsonBody
@@ -28,11 +31,22 @@ __all__ = [
     "prompt_of",
     "request_headers",
     "sdk_error",
+    "tls_context",
 ]
 
 MODEL = "streamcheck-fake-1"
 # The Stainless SDKs retry these 4xx statuses (and every 5xx); any other 4xx fails at once.
 RETRIED_4XX = frozenset({408, 409, 429})
+
+
+def tls_context() -> ssl.SSLContext:
+    """The default verifying TLS context (httpx's ``verify=True``), made once per adapter.
+
+    Every client an adapter makes shares it: making one per client costs ~20 ms of CPU
+    (loading the CA bundle), and the herd cases make 50 at once, which stalled the kit's
+    event loop for a second. The traffic is plain HTTP on loopback; it changes nothing.
+    """
+    return httpx.create_ssl_context()
 
 
 def prompt_of(request: AdapterRequest) -> str:

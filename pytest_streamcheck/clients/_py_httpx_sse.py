@@ -20,7 +20,7 @@ import httpx_sse
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
-from pytest_streamcheck.clients._py_common import describe
+from pytest_streamcheck.clients._py_common import describe, tls_context
 
 __all__ = ["HttpxSSEAdapter"]
 
@@ -39,11 +39,12 @@ class HttpxSSEAdapter:
 
     def __init__(self) -> None:
         self._clients: dict[str, httpx.AsyncClient] = {}
+        self._tls = tls_context()  # httpx's default, made once
 
     def _client(self, key: str) -> httpx.AsyncClient:
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = httpx.AsyncClient(trust_env=False)
+            client = self._clients[key] = httpx.AsyncClient(trust_env=False, verify=self._tls)
         return client
 
     async def configure(self, policy: object) -> None:

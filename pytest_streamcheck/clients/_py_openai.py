@@ -25,6 +25,7 @@ from pytest_streamcheck.clients._py_common import (
     prompt_of,
     request_headers,
     sdk_error,
+    tls_context,
 )
 
 __all__ = ["OpenAIAdapter", "OpenAIAsyncAdapter"]
@@ -68,13 +69,14 @@ class OpenAIAdapter(ThreadedSyncAdapter):
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
+        self._tls = tls_context()
 
     def _client(self, request: AdapterRequest) -> openai.OpenAI:
         def make() -> openai.OpenAI:
             return openai.OpenAI(
                 base_url=request.url,
                 api_key=API_KEY,
-                http_client=openai.DefaultHttpxClient(trust_env=False),
+                http_client=openai.DefaultHttpxClient(trust_env=False, verify=self._tls),
             )
 
         client: openai.OpenAI = cached(
@@ -120,6 +122,7 @@ class OpenAIAsyncAdapter:
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}
+        self._tls = tls_context()
 
     def _client(self, request: AdapterRequest) -> openai.AsyncOpenAI:
         key = (request.request.client, request.url)
@@ -128,7 +131,7 @@ class OpenAIAsyncAdapter:
             client = self._clients[key] = openai.AsyncOpenAI(
                 base_url=request.url,
                 api_key=API_KEY,
-                http_client=openai.DefaultAsyncHttpxClient(trust_env=False),
+                http_client=openai.DefaultAsyncHttpxClient(trust_env=False, verify=self._tls),
             )
         return client
 
