@@ -61,6 +61,7 @@ def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
             "name": info.name,
             "version": info.version,
             "capabilities": sorted(info.capabilities),
+            "wire_format": info.wire_format,
         }
     return row
 
@@ -264,6 +265,8 @@ def build_report(
         "client": {**client, "target": s.target},
         "profiles": [p.to_json() for p in state.profiles],
         "timing": rows[0]["timing"] if rows else None,
+        # the format the cases' plain endpoints spoke; "auto": by the request's path
+        "wire_format": s.wire_format or client.get("wire_format") or "auto",
         "seed": s.seed,
         "strict": s.strict,
         "platform": {
