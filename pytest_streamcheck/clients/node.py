@@ -69,11 +69,12 @@ class NodeAdapter:
     name: str
     profile: str
     capabilities: frozenset[Capability]
+    wire_format: str | None = None  # the hello's "format": what the plain endpoints speak
 
 
 ADAPTERS: dict[str, NodeAdapter] = {
     "node-openai": NodeAdapter(
-        "openai.mjs", "openai", "openai-node", "openai-node", frozenset({"post"})
+        "openai.mjs", "openai", "openai-node", "openai-node", frozenset({"post"}), "openai"
     ),
     "node-anthropic": NodeAdapter(
         "anthropic.mjs",
@@ -81,6 +82,7 @@ ADAPTERS: dict[str, NodeAdapter] = {
         "anthropic-node",
         "anthropic-node",
         frozenset({"post"}),
+        "anthropic",
     ),
     "fetch-event-source": NodeAdapter(
         "fetch_event_source.mjs",
@@ -229,7 +231,9 @@ def _adapter(target: str) -> ExecAdapter:
     # What its hello will say, until it says it (the handshake replaces it): the kit's
     # target loader checks the adapter's attributes, info included, before the start.
     versions = _versions(where)
-    adapter.info = AdapterInfo(spec.name, versions[spec.package], spec.capabilities, spec.profile)
+    adapter.info = AdapterInfo(
+        spec.name, versions[spec.package], spec.capabilities, spec.profile, spec.wire_format
+    )
     return adapter
 
 

@@ -163,11 +163,12 @@ class Stream {
  * @param {object} spec
  * @param {string} spec.name, spec.version, spec.profile
  * @param {string[]} spec.capabilities
+ * @param {string} [spec.format] the wire format it speaks (exec hello's "format")
  * @param {(stream: Stream, client: (make: () => any) => any) => (void|Promise<void>)} spec.open
  *   Starts one stream; `client(make)` returns the instance for the stream's `client`
  *   name (made on first use, forgotten on reset).
  */
-export function serve({ name, version, profile, capabilities, open }) {
+export function serve({ name, version, profile, capabilities, format, open }) {
   const streams = new Map();
   let clients = new Map();
   let stopping = false;
@@ -200,7 +201,7 @@ export function serve({ name, version, profile, capabilities, open }) {
   const dispatch = (cmd) => {
     switch (cmd?.cmd) {
       case 'hello':
-        emit({ type: 'hello', protocol: 1, name, version, profile, capabilities });
+        emit({ type: 'hello', protocol: 1, name, version, profile, capabilities, ...(format ? { format } : {}) });
         break;
       case 'configure': // never sent: no adapter here is configurable
         emit({ type: 'configured' });

@@ -48,5 +48,6 @@ serve({
   version: packageVersion('@anthropic-ai/sdk'),
   profile: 'anthropic-node',
   capabilities: ['post'],
+  format: 'anthropic', // the kit's plain endpoints (a redirect's target) speak it too
   open,
 });

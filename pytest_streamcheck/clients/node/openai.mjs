@@ -52,5 +52,6 @@ serve({
   version: packageVersion('openai'),
   profile: 'openai-node',
   capabilities: ['post'],
+  format: 'openai', // the kit's plain endpoints (a redirect's target) speak it too
   open,
 });
