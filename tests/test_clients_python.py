@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from importlib.metadata import entry_points
 
 import pytest
@@ -169,3 +170,13 @@ def test_a_status_the_sdk_does_not_retry_is_non_retryable_with_its_status():
     assert outcome is not None
     assert (outcome.error, outcome.status) == ("non_retryable_status", 403)
     assert "PermissionDeniedError" in outcome.detail
+
+
+def test_a_missing_library_names_the_extra_to_install(monkeypatch):
+    """A target whose library is not installed stops with the pip line that installs it."""
+    from pytest_streamcheck.clients import python
+
+    monkeypatch.setitem(sys.modules, "httpx_sse", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "pytest_streamcheck.clients._py_httpx_sse", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'pytest-streamcheck\[httpx-sse\]'"):
+        python.httpx_sse_adapter()
