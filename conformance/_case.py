@@ -43,7 +43,15 @@ __all__ = [
 ]
 
 Capability = Literal[
-    "get", "post", "breaker", "stall", "offline", "resume", "configurable", "comments"
+    "get",
+    "post",
+    "breaker",
+    "stall",
+    "offline",
+    "resume",
+    "configurable",
+    "comments",
+    "raw_events",
 ]
 CAPABILITIES: tuple[Capability, ...] = (
     "get",
@@ -54,6 +62,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     "resume",
     "configurable",
     "comments",  # hands comment lines to a consumer that asks (StreamRequest.comments)
+    # hands each event as it came on the wire, whatever its data (an SSE parser or
+    # EventSource does; an SDK hands parsed objects of its provider's shape, and cannot
+    # carry the parser cases' hand-written events)
+    "raw_events",
 )
 
 

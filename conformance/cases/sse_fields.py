@@ -400,7 +400,7 @@ def _as_row(row: _Row) -> Row:
         source=f"{PARSE}: {row.step}",
         play=one_stream(_steps(row), comments=row.comments),
         check=_check(row),
-        needs=frozenset({"comments"}) if row.comments else frozenset(),
+        needs=frozenset({"raw_events", "comments"} if row.comments else {"raw_events"}),
     )
 
 

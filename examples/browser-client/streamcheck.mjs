@@ -6,7 +6,7 @@
 import { createClient, NAME, VERSION } from './client.mjs';
 import { helloReply, makeDispatcher } from './shared/protocol.mjs';
 
-const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments'];
+const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments', 'raw_events'];
 
 /**
  * Define window.streamcheck around a new client.

@@ -16,7 +16,7 @@ import { initTransport, nodeTransport } from './transport.mjs';
 
 const NAME = 'streamcheck-node-client';
 const VERSION = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).version;
-const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments'];
+const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments', 'raw_events'];
 
 function emit(event) {
   process.stdout.write(`${JSON.stringify(event)}\n`);

@@ -123,7 +123,7 @@ browserVersion().then((version) => {
   window.streamcheck = {
     hello: () => ({
       type: "hello", protocol: 1, name: "chromium-eventsource", version,
-      capabilities: ["get", "resume"], profile: "html-eventsource",
+      capabilities: ["get", "resume", "raw_events"], profile: "html-eventsource",
     }),
     command,
   };

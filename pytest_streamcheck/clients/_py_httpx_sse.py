@@ -33,7 +33,7 @@ class HttpxSSEAdapter:
     info = AdapterInfo(
         name="httpx-sse",
         version=httpx_sse.__version__,
-        capabilities=frozenset({"get", "post"}),
+        capabilities=frozenset({"get", "post", "raw_events"}),
         profile=PROFILE,
     )
 
