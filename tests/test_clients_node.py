@@ -72,7 +72,7 @@ def test_each_target_loads_by_name_and_says_who_it_is(target: str) -> None:
             assert info.name == spec.name
             assert info.profile == spec.profile
             assert info.version == _installed_version(spec.package)
-            assert info.capabilities == spec.capabilities
+            assert info.capabilities == node.known_capabilities(spec)
             assert info.wire_format == spec.wire_format
             assert "configurable" not in info.capabilities
         finally:

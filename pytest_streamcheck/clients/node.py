@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance._adapter import AdapterInfo
-from conformance._case import Capability
+from conformance._case import CAPABILITIES, Capability
 from pytest_streamcheck._exec import ExecAdapter
 from pytest_streamcheck._targets import TargetError
 
@@ -47,6 +47,7 @@ __all__ = [
     "fetch_event_source_adapter",
     "install",
     "install_dir",
+    "known_capabilities",
     "main",
     "openai_adapter",
     "ready_dir",
@@ -68,7 +69,7 @@ class NodeAdapter:
     package: str
     name: str
     profile: str
-    capabilities: frozenset[Capability]
+    capabilities: frozenset[str]  # as its hello names them (the kit keeps those it knows)
     wire_format: str | None = None  # the hello's "format": what the plain endpoints speak
 
 
@@ -89,14 +90,14 @@ ADAPTERS: dict[str, NodeAdapter] = {
         "@microsoft/fetch-event-source",
         "fetch-event-source",
         "fetch-event-source",
-        frozenset({"get", "post", "resume"}),
+        frozenset({"get", "post", "resume", "raw_events"}),
     ),
     "eventsource": NodeAdapter(
         "eventsource.mjs",
         "eventsource",
         "eventsource",
         "eventsource-npm",
-        frozenset({"get", "resume"}),
+        frozenset({"get", "resume", "raw_events"}),
     ),
 }
 
@@ -224,6 +225,11 @@ def _versions(where: Path) -> dict[str, str]:
     return out
 
 
+def known_capabilities(spec: NodeAdapter) -> frozenset[Capability]:
+    """The capabilities of ``spec``'s hello that this kit knows (it ignores the others)."""
+    return frozenset(c for c in spec.capabilities if c in CAPABILITIES)
+
+
 def _adapter(target: str) -> ExecAdapter:
     spec = ADAPTERS[target]
     where = ready_dir()
@@ -232,7 +238,7 @@ def _adapter(target: str) -> ExecAdapter:
     # target loader checks the adapter's attributes, info included, before the start.
     versions = _versions(where)
     adapter.info = AdapterInfo(
-        spec.name, versions[spec.package], spec.capabilities, spec.profile, spec.wire_format
+        spec.name, versions[spec.package], known_capabilities(spec), spec.profile, spec.wire_format
     )
     return adapter
 

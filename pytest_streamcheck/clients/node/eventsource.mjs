@@ -69,6 +69,6 @@ serve({
   name: 'eventsource',
   version: packageVersion('eventsource'),
   profile: 'eventsource-npm',
-  capabilities: ['get', 'resume'],
+  capabilities: ['get', 'resume', 'raw_events'],
   open,
 });
