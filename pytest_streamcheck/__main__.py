@@ -31,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     matrix.add_argument("targets", nargs="*", metavar="TARGET", help="a --streamcheck target")
     matrix.add_argument("--out", required=True, type=Path, metavar="DIR", help="where to write")
     matrix.add_argument(
+        "--shipped",
+        action="store_true",
+        help="add every shipped adapter (the streamcheck.clients entry points) and the "
+        "browser's native EventSource: docs/compatibility.md is this matrix",
+    )
+    matrix.add_argument(
         "-j",
         "--jobs",
         type=int,
@@ -67,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
 def _matrix(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from pytest_streamcheck._matrix import load_column, run_targets, write_matrix
 
+    if args.shipped:
+        args.targets = [*args.targets, *shipped_targets()]
     if not args.targets and not args.from_json:
         print("matrix: name at least one TARGET or --from-json FILE", file=sys.stderr)
         return 2
@@ -94,6 +102,19 @@ def _matrix(args: argparse.Namespace, extra: Sequence[str]) -> int:
         f"wall time {time.monotonic() - started:.1f} s"
     )
     return 1 if crashed else 0
+
+
+def shipped_targets() -> list[str]:
+    """The clients the kit ships adapters for, by entry-point name, in a stable order,
+    then the browser's native EventSource."""
+    from importlib.metadata import entry_points
+
+    from pytest_streamcheck._targets import ENTRY_POINT_GROUP
+
+    # this kit's own, not another package's registered clients
+    ours = (ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.value.startswith(__package__))
+    names = sorted({ep.name for ep in ours})
+    return [*names, "browser:eventsource"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
