@@ -13,13 +13,23 @@ import inspect
 import shlex
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance._adapter import ClientAdapter
 
-__all__ = ["ENTRY_POINT_GROUP", "TargetError", "describe_targets", "load_target"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PREFLIGHT",
+    "TargetError",
+    "describe_targets",
+    "load_target",
+    "with_preflight",
+]
 
 ENTRY_POINT_GROUP = "streamcheck.clients"
+# A factory may carry a ``preflight()`` that raises TargetError (or ImportError) when
+# what it drives is missing; the target is then refused at once, saying what to install.
+PREFLIGHT = "preflight"
 MODULE_FACTORY = "streamcheck_adapter"
 
 
@@ -77,6 +87,14 @@ def _import(target: str) -> Any:
 def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
     if not callable(obj):
         raise TargetError(f"{target}: {obj!r} is not callable; expected an adapter factory")
+    # What the factory needs that is missing (a library, an install) is a usage error
+    # now, before any case, not the first case's ERROR (``PREFLIGHT`` below).
+    check = getattr(obj, PREFLIGHT, None)
+    if callable(check):
+        try:
+            check()
+        except (ImportError, OSError) as exc:
+            raise TargetError(f"{target}: {exc}") from None
     # A factory that takes ``seed`` gets the run's (--streamcheck-seed): it seeds the
     # client's randomness, so a run reproduces with the seed it prints.
     kwargs = {"seed": seed} if _takes_seed(obj) else {}
@@ -91,6 +109,19 @@ def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
         return adapter
 
     return make
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_preflight(check: Callable[[], None]) -> Callable[[_F], _F]:
+    """Give an adapter factory its ``preflight`` (see PREFLIGHT)."""
+
+    def mark(factory: _F) -> _F:
+        setattr(factory, PREFLIGHT, check)
+        return factory
+
+    return mark
 
 
 def _takes_seed(obj: Any) -> bool:

@@ -35,7 +35,7 @@ from pathlib import Path
 from conformance._adapter import AdapterInfo
 from conformance._case import CAPABILITIES, Capability
 from pytest_streamcheck._exec import ExecAdapter
-from pytest_streamcheck._targets import TargetError
+from pytest_streamcheck._targets import TargetError, with_preflight
 
 __all__ = [
     "ADAPTERS",
@@ -243,21 +243,29 @@ def _adapter(target: str) -> ExecAdapter:
     return adapter
 
 
+def _preflight() -> None:
+    ready_dir()
+
+
+@with_preflight(_preflight)
 def openai_adapter() -> ExecAdapter:
     """``node-openai``: openai-node's streaming chat completions (profile openai-node@1)."""
     return _adapter("node-openai")
 
 
+@with_preflight(_preflight)
 def anthropic_adapter() -> ExecAdapter:
     """``node-anthropic``: @anthropic-ai/sdk's streaming messages (anthropic-node@1)."""
     return _adapter("node-anthropic")
 
 
+@with_preflight(_preflight)
 def fetch_event_source_adapter() -> ExecAdapter:
     """``fetch-event-source``: @microsoft/fetch-event-source 2.0.1 (fetch-event-source@1)."""
     return _adapter("fetch-event-source")
 
 
+@with_preflight(_preflight)
 def eventsource_adapter() -> ExecAdapter:
     """``eventsource``: the eventsource npm package, GET only (eventsource-npm@1)."""
     return _adapter("eventsource")

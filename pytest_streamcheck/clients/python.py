@@ -10,7 +10,11 @@ the factory is called, so this module loads without any of them; a missing one i
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from pytest_streamcheck._targets import TargetError, with_preflight
 
 if TYPE_CHECKING:
     from conformance._adapter import ClientAdapter
@@ -22,6 +26,17 @@ __all__ = [
     "openai_adapter",
     "openai_async_adapter",
 ]
+
+
+def _needs(library: str, extra: str) -> Callable[[], None]:
+    def check() -> None:
+        if importlib.util.find_spec(library) is None:
+            raise TargetError(
+                f"the {extra} target drives the {library} library, which is not installed: "
+                f"pip install 'pytest-streamcheck[{extra}]'"
+            )
+
+    return check
 
 
 def _load(module: str, cls: str, extra: str, library: str) -> Any:
@@ -38,24 +53,28 @@ def _load(module: str, cls: str, extra: str, library: str) -> Any:
     return getattr(found, cls)()
 
 
+@with_preflight(_needs("openai", "openai"))
 def openai_adapter() -> ClientAdapter:
     """openai-python's ``OpenAI`` (sync, a thread per stream), streaming chat completions."""
     adapter: ClientAdapter = _load("_py_openai", "OpenAIAdapter", "openai", "openai")
     return adapter
 
 
+@with_preflight(_needs("openai", "openai"))
 def openai_async_adapter() -> ClientAdapter:
     """openai-python's ``AsyncOpenAI``, streaming chat completions."""
     adapter: ClientAdapter = _load("_py_openai", "OpenAIAsyncAdapter", "openai", "openai")
     return adapter
 
 
+@with_preflight(_needs("anthropic", "anthropic"))
 def anthropic_adapter() -> ClientAdapter:
     """anthropic-sdk-python's ``Anthropic`` (sync, a thread per stream), streaming messages."""
     adapter: ClientAdapter = _load("_py_anthropic", "AnthropicAdapter", "anthropic", "anthropic")
     return adapter
 
 
+@with_preflight(_needs("anthropic", "anthropic"))
 def anthropic_async_adapter() -> ClientAdapter:
     """anthropic-sdk-python's ``AsyncAnthropic``, streaming messages."""
     adapter: ClientAdapter = _load(
@@ -64,6 +83,7 @@ def anthropic_async_adapter() -> ClientAdapter:
     return adapter
 
 
+@with_preflight(_needs("httpx_sse", "httpx-sse"))
 def httpx_sse_adapter() -> ClientAdapter:
     """httpx-sse's ``aconnect_sse`` over an ``httpx.AsyncClient``, GET and POST."""
     adapter: ClientAdapter = _load("_py_httpx_sse", "HttpxSSEAdapter", "httpx-sse", "httpx_sse")
