@@ -687,6 +687,10 @@ class SuiteRunner:
             self._client_lag.start(self._loop)
         else:
             self._client_lag.stop()
+        # A client with a loop of its own to probe (the browser page: docs/browser.md)
+        page_probe = getattr(self.adapter, "measure_lag", None)
+        if page_probe is not None:
+            page_probe(self.server.ledger if on else None)
 
     def _prepare(self, policy: ClientPolicy) -> None:
         self.server.load(Scenario(seed=self.seed))
@@ -717,6 +721,9 @@ class SuiteRunner:
         finally:
             await ctx.settle()
             await ctx.close()
+            collect = getattr(self.adapter, "collect_lag", None)  # rows still in the page
+            if collect is not None:
+                await collect()
         return Evidence(
             attempts=ctx.ledger.attempts(),
             connections=ctx.ledger.connections(),

@@ -23,14 +23,17 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import now
+from fake_servers._noise import PROBE_INTERVAL
 from pytest_streamcheck import _browser_host
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
 from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
@@ -49,23 +52,32 @@ from pytest_streamcheck._peer import OpenStream, Peer
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
-__all__ = ["NATIVE_PAGE", "NATIVE_PAGES", "BrowserAdapter"]
+    from fake_servers._ledger import Ledger
+
+__all__ = ["LAG_SOURCE", "NATIVE_PAGE", "NATIVE_PAGES", "BrowserAdapter"]
 
 T = TypeVar("T")
 # browser:NAME for a page the kit ships (served under /__streamcheck/).
 NATIVE_PAGES = {"eventsource": "eventsource.html"}
 NATIVE_PAGE = "eventsource"
+DEFAULT_CLIENT = "default"  # StreamRequest.client's default: the page's one client
 CLOSE_GRACE = 2.0  # seconds for the page's shutdown and the context's close
 # The page's command() is called through this wrapper: a throw, or a rejected promise,
 # is the page's protocol breach, reported with its stack (never swallowed).
+# It answers [fault or null, the page's performance.now() as the command arrived]: how
+# late a command reached the page is a lag row of its own (``_record_signal``).
 _SEND = """cmd => {
+  const at = performance.now();
   try {
     const r = window.streamcheck.command(cmd);
     if (r && typeof r.then === "function")
       r.then(undefined, e => window.__streamcheckFault(cmd.cmd, String((e && e.stack) || e)));
-    return null;
-  } catch (e) { return String((e && e.stack) || e); }
+    return [null, at];
+  } catch (e) { return [String((e && e.stack) || e), at]; }
 }"""
+# When the page first saw a network event of a kind after a page time (the kit's own
+# listener, added before any of the page's), or null after a timeout (ms).
+_SEEN = """([kind, since, timeout]) => window.__streamcheckLag.seen(kind, since, timeout)"""
 # ``streamcheckEmit`` is the kit's wrapper around the binding. It notes the page's
 # performance.now() at the call, when the client hands its consumer what it reports, so
 # the kit can stamp the delivery then and not when the call reaches Python; and it sends
@@ -82,7 +94,61 @@ _EMIT = """(() => {
     },
     writable: false, configurable: false,
   });
+  // The lag probe: a timer that measures its own lateness, as the kit's LagProbe does
+  // on its loops. Rows are (due, woke) page times, flat; batches go through the binding.
+  let probe = null;
+  const network = [];  // [kind, page time] of every online/offline event, in order
+  for (const kind of ["online", "offline"])
+    window.addEventListener(kind, () => network.push([kind, performance.now()]), true);
+  const seenAfter = (kind, since) => {
+    const hit = network.find(([k, at]) => k === kind && at >= since);
+    return hit === undefined ? null : hit[1];
+  };
+  const take = (p) => { const rows = p.rows; p.rows = []; return [p.token, rows]; };
+  const send = (p) => { if (p.rows.length) window.__streamcheckEmit([], take(p)); };
+  Object.defineProperty(window, "__streamcheckLag", {
+    value: Object.freeze({
+      start: (token, interval, every) => {
+        if (probe !== null) return;
+        const p = probe = {token, rows: [], timer: 0, flusher: 0};
+        let due = performance.now() + interval;
+        const tick = () => {
+          if (probe !== p) return;
+          const woke = performance.now();
+          p.rows.push(due, woke);
+          due = woke + interval;
+          p.timer = setTimeout(tick, interval);
+        };
+        p.timer = setTimeout(tick, interval);
+        p.flusher = setInterval(() => send(p), every);
+      },
+      take: () => (probe === null ? null : take(probe)),
+      seen: (kind, since, timeout) => new Promise((resolve) => {
+        const until = performance.now() + timeout;
+        const look = () => {
+          const at = seenAfter(kind, since);
+          if (at !== null || performance.now() >= until) resolve(at);
+          else setTimeout(look, 1);
+        };
+        look();
+      }),
+      stop: () => {
+        const p = probe;
+        probe = null;
+        if (p === null) return null;
+        clearTimeout(p.timer); clearInterval(p.flusher);
+        return take(p);
+      },
+    }),
+    writable: false, configurable: false,
+  });
 })();"""
+# The page's lag probe (``__streamcheckLag``): a setTimeout chain of PROBE_INTERVAL, each
+# wake-up late by as much as the renderer delays any timer or read of the page; its
+# rows reach the kit every LAG_BATCH seconds through the binding and at the case's end
+# (``collect_lag``), mapped onto the kit's clock, as the source LAG_SOURCE.
+LAG_SOURCE = "page"
+LAG_BATCH = 1.0  # seconds; measured: 0.1 s cost twice the CPU of 1 s (docs/browser.md)
 PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
 _DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
   && typeof window.streamcheck.hello === "function"
@@ -141,6 +207,12 @@ class BrowserAdapter(Peer):
         self._page_offset: float | None = None  # the page's clock minus the kit's
         self.clock_error = 0.0  # how far off that offset may be, in seconds
         self._doing = "starting"  # the step of opening the page, for a timeout's message
+        # Where the page's lag probe records while a case plays (``measure_lag``), and
+        # each probed page's clock offset by its token (a batch names its page).
+        self._lag_ledger: Ledger | None = None
+        self._probe_offsets: dict[int, float] = {}
+        self._probe_token = 0
+        self._client_hosts: dict[str, int] = {}  # each client key's own host (``stream``)
 
     # -- identity --------------------------------------------------------------------
     @property
@@ -221,6 +293,7 @@ class BrowserAdapter(Peer):
         delivers its ``cancel_after``-th chunk; cancelling the task sends ``cancel``."""
         await self.start()
         assert self._loop is not None
+        request = self._client_host(request)
         sid = request.stream
         entry = OpenStream(sink, self._loop.create_future(), request.request.cancel_after)
         with self._lock:
@@ -240,12 +313,50 @@ class BrowserAdapter(Peer):
                 self._streams.pop(sid, None)
                 self._finished.add(sid)
 
+    def _client_host(self, request: AdapterRequest) -> AdapterRequest:
+        """A stream of a ``client`` key other than the default goes to a loopback host
+        name of that key's own (``client-N.streamcheck.test``, which the browser maps to
+        127.0.0.1): Chromium opens at most 6 connections per host, so without it the
+        herd's 50 users would queue behind one another in one pool, which separate
+        browsers do not."""
+        key = request.request.client
+        url = urlsplit(request.url)
+        if key == DEFAULT_CLIENT or url.hostname != "127.0.0.1" or url.port is None:
+            return request
+        index = self._client_hosts.setdefault(key, len(self._client_hosts))
+        netloc = f"client-{index}.{_browser_host.CLIENT_DOMAIN}:{url.port}"
+        return replace(request, url=urlunsplit(url._replace(netloc=netloc)))
+
     async def offline(self) -> None:
         """The context's network goes away: the page gets its real ``offline`` event."""
         await self._set_offline(True)
 
     async def online(self) -> None:
         await self._set_offline(False)
+
+    def measure_lag(self, ledger: Ledger | None) -> None:
+        """From any thread: while a case plays, probe the page's own event-loop lag into
+        ``ledger`` (source LAG_SOURCE); None stops the probe. The runner calls it as it
+        starts and stops its own probes; the probe starts on the page each ``reset``
+        opens, so it runs on the page the case plays against."""
+        self._lag_ledger = ledger
+        if ledger is None and self._host is not None and self._page is not None:
+            self._host.submit(_quietly(self._stop_probe(self._page)))
+
+    async def collect_lag(self) -> None:
+        """The rows the page's probe has not sent yet, into the ledger: the runner calls
+        it as a case ends, before it reads the case's noise (a batch in flight under
+        load can be seconds behind)."""
+        if self._lag_ledger is None or self._page is None or self._failure is not None:
+            return
+        page = self._page
+        with contextlib.suppress(Exception):  # a page that went away took its rows along
+            rows = await self._on_host(
+                page.evaluate("() => window.__streamcheckLag.take()"),
+                self.command_timeout,
+                "collecting the page's lag",
+            )
+            self._record_lag(rows)
 
     async def evaluate(self, expression: str) -> Any:
         """Evaluate a JavaScript expression in the page (for tests and debugging)."""
@@ -317,6 +428,9 @@ class BrowserAdapter(Peer):
             reply = await page.evaluate("() => window.streamcheck.hello()")
             self._doing = "reading the page's clock"
             self._page_offset = await self._read_clock(page)
+            if self._lag_ledger is not None:
+                self._doing = "starting the page's lag probe"
+                await self._start_probe(page, self._page_offset)
         except HarnessError:
             raise
         except Exception as exc:  # Playwright's Error: the page threw, or went away
@@ -341,6 +455,35 @@ class BrowserAdapter(Peer):
                 best, rtt = page_ms / 1000 - (before + after) / 2, after - before
         self.clock_error = rtt / 2
         return best
+
+    async def _start_probe(self, page: Page, offset: float) -> None:
+        self._probe_token += 1
+        token = self._probe_token
+        self._probe_offsets = {token: offset}  # an earlier page's late batch is dropped
+        interval, every = PROBE_INTERVAL * 1000, LAG_BATCH * 1000
+        await page.evaluate(
+            "([t, i, e]) => window.__streamcheckLag.start(t, i, e)", [token, interval, every]
+        )
+
+    async def _stop_probe(self, page: Page) -> None:
+        rows = await page.evaluate("() => window.__streamcheckLag.stop()")
+        self._record_lag(rows)
+
+    def _record_lag(self, batch: Any) -> None:
+        """``[token, [due, woke, due, woke, ...]]`` in page milliseconds, into the ledger."""
+        ledger = self._lag_ledger
+        if ledger is None or not isinstance(batch, list) or len(batch) != 2:
+            return
+        token, rows = batch
+        offset = self._probe_offsets.get(token) if isinstance(token, int) else None
+        if offset is None or not isinstance(rows, list):
+            return
+        latest = now()
+        for i in range(0, len(rows) - 1, 2):
+            due, woke = rows[i], rows[i + 1]
+            if isinstance(due, int | float) and isinstance(woke, int | float):
+                woke_at = min(woke / 1000 - offset, latest)  # never later than the arrival
+                ledger.record_lag(LAG_SOURCE, min(due / 1000 - offset, woke_at), woke_at)
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""
@@ -410,15 +553,43 @@ class BrowserAdapter(Peer):
 
     async def _evaluate(self, command: Mapping[str, Any]) -> str | None:
         assert self._page is not None
-        result: str | None = await self._page.evaluate(_SEND, dict(command))
-        return result
+        sent = now()
+        result = await self._page.evaluate(_SEND, dict(command))
+        if not isinstance(result, list) or len(result) != 2:
+            return None
+        fault, arrived = result
+        self._record_signal(sent, arrived)
+        return fault if isinstance(fault, str) else None
+
+    def _record_signal(self, sent: float, page_ms: Any) -> None:
+        """How late something the kit did (a command, a network switch) reached the
+        page: a lag row of the ``page`` series, due as the kit acted, woken as the page
+        saw it. The trip crosses Playwright's driver and the browser process, which no
+        probe of the page sees; it is the harness's noise like any loop's lag."""
+        ledger = self._lag_ledger
+        if ledger is None or self._probe_offsets.get(self._probe_token) is None:
+            return
+        at = self._kit_time(page_ms)
+        if at is not None:
+            ledger.record_lag(LAG_SOURCE, sent, max(sent, at))
 
     async def _set_offline(self, offline: bool) -> None:
         await self.start()
         assert self._context is not None
+        sent = now()
         await self._on_host(
             self._context.set_offline(offline), self.command_timeout, "switching the network"
         )
+        if self._host is not None and self._page is not None and self._page_offset is not None:
+            since = (sent + self._page_offset - self.clock_error) * 1000
+            kind = "offline" if offline else "online"
+            self._host.submit(_quietly(self._note_network(self._page, kind, sent, since)))
+
+    async def _note_network(self, page: Page, kind: str, sent: float, since: float) -> None:
+        """On the host's loop: when the page heard the network event, as a lag row."""
+        at = await page.evaluate(_SEEN, [kind, since, CLOSE_GRACE * 1000 / 2])
+        if page is self._page:
+            self._record_signal(sent, at)
 
     def _check_usable(self) -> None:
         if self._failure is not None:
@@ -427,11 +598,14 @@ class BrowserAdapter(Peer):
             raise HarnessError(f"{self._who}: the adapter is closed")
 
     # -- the page's messages (on the browser's thread) --------------------------------
-    def _on_emit(self, source: Any, batch: Any = None) -> None:
-        """One binding call: the ``[message, page time]`` pairs one task of the page emitted."""
+    def _on_emit(self, source: Any, batch: Any = None, lag: Any = None) -> None:
+        """One binding call: the ``[message, page time]`` pairs one task of the page
+        emitted, or (``lag``) a batch of the lag probe's rows."""
         if not isinstance(batch, list):
             self._breach(f"called the kit's binding with {_quote(batch)}")
             return
+        if lag is not None:
+            self._record_lag(lag)
         for pair in batch:
             message, page_ms = pair if isinstance(pair, list) and len(pair) == 2 else (pair, None)
             self._on_message(message, page_ms)

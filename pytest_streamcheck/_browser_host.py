@@ -50,7 +50,14 @@ CLOSE_TIMEOUT = 10.0
 # no CORS preflight, which would otherwise reach the fault proxy and the ledger as an
 # extra connection and attempt, and change the request headers the cases judge
 # (docs/browser.md, "Cross-origin requests").
-CHROMIUM_ARGS = ("--disable-web-security",)
+CLIENT_DOMAIN = "streamcheck.test"  # RFC 6761: never a real name
+CHROMIUM_ARGS = (
+    "--disable-web-security",
+    # Every name under CLIENT_DOMAIN is the loopback address: the adapter sends each
+    # ``client`` key's streams to a host name of its own, so each simulated user has its
+    # own per-host connection limit, as separate browsers have (docs/browser.md).
+    f"--host-resolver-rules=MAP *.{CLIENT_DOMAIN} 127.0.0.1",
+)
 
 
 class BrowserMissing(RuntimeError):
