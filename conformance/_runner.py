@@ -653,7 +653,10 @@ class SuiteRunner:
             return "capability", f"the client lacks the capability {', '.join(missing)}"
         configurable = "configurable" in self.info.capabilities
         if case.tune is not None and not case.tune_optional and not configurable:
-            return "untunable", "the case runs a tuned policy and the client cannot be configured"
+            return "untunable", (
+                f"the case runs a tuned policy ({_purpose(case.tune)}) and the client cannot "
+                "be configured: at its own numbers the case could not show what it checks"
+            )
         # Judged on the policy the case would run: tuned where the client takes it.
         reason = case.applies(self._policy(case, profile, 1.0), case.transport)
         return ("profile", f"not applicable to {profile.key}: {reason}") if reason else None
@@ -824,6 +827,12 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
         f"noise hides the difference between a correct and a broken client. Last try: "
         f"{tries[-1].observed}; {tries[-1].noise}"
     )
+
+
+def _purpose(tune: Callable[[ClientPolicy], ClientPolicy]) -> str:
+    """What a case's tuning does: its docstring's first sentence (or its name)."""
+    doc = " ".join((tune.__doc__ or "").split())
+    return doc.split(". ")[0].rstrip(".") if doc else tune.__name__
 
 
 def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:

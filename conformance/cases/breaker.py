@@ -91,8 +91,9 @@ def _request(ctx: CaseContext, stream: str, path: str) -> StreamRequest:
 
 
 def _fast(policy: ClientPolicy) -> ClientPolicy:
-    """The cooldown at FAST_COOLDOWN and the backoff scaled by the same factor: every
-    ratio between the cooldown and the backoff delays stays the profile's."""
+    """A breaker cooldown of a fraction of a second, the backoff scaled with it. The
+    cooldown is FAST_COOLDOWN and the backoff scaled by the same factor: every ratio
+    between the cooldown and the backoff delays stays the profile's."""
     factor = min(1.0, FAST_COOLDOWN / policy.breaker.cooldown)
     b = policy.backoff
     return replace(
@@ -103,20 +104,23 @@ def _fast(policy: ClientPolicy) -> ClientPolicy:
 
 
 def _fast_single(policy: ClientPolicy) -> ClientPolicy:
-    """``_fast`` with a threshold of 1: the first failure booked trips the breaker, so every
-    retry provably follows the trip (the single-probe rule does not depend on K)."""
+    """A breaker that opens on the first failure, with a cooldown of a fraction of a
+    second. ``_fast`` with a threshold of 1: every retry provably follows the trip (the
+    single-probe rule does not depend on K)."""
     fast = _fast(policy)
     return replace(fast, breaker=replace(fast.breaker, threshold=1))
 
 
 def _steady_cooldown(policy: ClientPolicy) -> ClientPolicy:
-    """A cooldown of at least STEADY_COOLDOWN, so a canary surely meets an open breaker."""
+    """A breaker cooldown of at least a second. STEADY_COOLDOWN, so a canary surely
+    meets an open breaker."""
     cooldown = max(policy.breaker.cooldown, STEADY_COOLDOWN)
     return replace(policy, breaker=replace(policy.breaker, cooldown=cooldown))
 
 
 def _steady(policy: ClientPolicy) -> ClientPolicy:
-    """``_steady_cooldown`` and a window of at least STEADY_WINDOW (the seed library's real
+    """A breaker cooldown and failure window of seconds, whatever the profile's. That is
+    ``_steady_cooldown`` and a window of at least STEADY_WINDOW (the seed library's real
     30 s), so every call of the scenario counts however slow the machine is."""
     steady = _steady_cooldown(policy)
     window = max(policy.breaker.window, STEADY_WINDOW)

@@ -264,6 +264,8 @@ def _timeout(seconds: float) -> Callable[[ClientPolicy], ClientPolicy]:
     """A shorter stall timeout, the check interval scaled with it (the profile's ratio)."""
 
     def tune(policy: ClientPolicy) -> ClientPolicy:
+        """A stall timeout of a few hundred milliseconds, its check interval in the
+        profile's ratio: a case waits out the silence, not minutes of it."""
         ratio = policy.stall_check_interval / policy.stall_timeout
         return replace(policy, stall_timeout=seconds, stall_check_interval=seconds * ratio)
 
