@@ -117,7 +117,7 @@ def test_the_native_page_declares_its_profile(lane) -> None:
         info = adapter.info
         assert info.name == "chromium-eventsource"
         assert info.profile == "html-eventsource"
-        assert info.capabilities == {"get", "resume"}
+        assert info.capabilities == {"get", "resume", "raw_events"}
         assert info.version[0].isdigit()
     finally:
         lane.run(adapter.aclose())
