@@ -140,7 +140,9 @@ class Outcome:
     """What a check concluded: whether the requirement held, expected against observed.
 
     ``undecidable`` (with ``ok`` False) says the measured harness noise left the check
-    unable to decide; the runner re-judges such a case at a coarser scale.
+    unable to decide; the runner re-judges such a case at a coarser scale. ``sure``
+    (with ``ok`` False) marks a failure no slowness of the kit can explain, e.g. a
+    request that must never have been sent: a starved machine does not excuse it.
     """
 
     ok: bool
@@ -149,6 +151,7 @@ class Outcome:
     details: tuple[str, ...] = ()
     figure: Figure | None = None
     undecidable: bool = False
+    sure: bool = False
 
     @classmethod
     def passed(cls, expected: str, observed: str = "as expected") -> Outcome:
@@ -156,9 +159,14 @@ class Outcome:
 
     @classmethod
     def failed(
-        cls, expected: str, observed: str, *details: str, figure: Figure | None = None
+        cls,
+        expected: str,
+        observed: str,
+        *details: str,
+        figure: Figure | None = None,
+        sure: bool = False,
     ) -> Outcome:
-        return cls(False, expected, observed, details, figure)
+        return cls(False, expected, observed, details, figure, sure=sure)
 
     @classmethod
     def unsure(

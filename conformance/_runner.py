@@ -843,7 +843,7 @@ def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
     late for the kit's slowness; such a failure is undecidable, and re-judged. A failure
     no deadline decided stands: a 5 MiB event that starves the loops by itself and
     arrives cut still FAILs."""
-    if outcome.ok or outcome.undecidable:
+    if outcome.ok or outcome.undecidable or outcome.sure:
         return outcome
     why = evidence.noise.overloaded() if ran_out or _timer_fired(evidence) else None
     if why is None:

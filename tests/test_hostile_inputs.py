@@ -444,7 +444,7 @@ def test_a_multipart_body_of_200k_parts_is_refused_at_once(server: FakeServer) -
         (
             '[policy.backoff]\nfamily = "nope"',
             "policy.backoff.family: expected one of 'seed', "
-            "'full', 'equal', 'decorrelated', 'none', got 'nope'",
+            "'full', 'equal', 'decorrelated', 'proportional', 'none', got 'nope'",
         ),
         (
             "[policy.backoff]\njitter = 5",

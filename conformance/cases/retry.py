@@ -84,6 +84,7 @@ def _not_retried(ev: Evidence, status: int, note: str = "", *, never: bool = Tru
             f"exactly 1 request for a {status}: it is {'never' if never else 'not'} retried{note}",
             f"{attempts} requests",
             *(f"attempt {a.seq} got {a.status}" for a in ev.attempts),
+            sure=attempts > 1,  # a retry was sent: no lateness of the kit explains it
         )
     )
     return all_of(
