@@ -351,9 +351,10 @@ class BrowserAdapter(Peer):
             return
         page = self._page
         with contextlib.suppress(Exception):  # a page that went away took its rows along
+            # At most CLOSE_GRACE: the runner's limit on a case covers this too.
             rows = await self._on_host(
                 page.evaluate("() => window.__streamcheckLag.take()"),
-                self.command_timeout,
+                min(self.command_timeout, CLOSE_GRACE),
                 "collecting the page's lag",
             )
             self._record_lag(rows)
