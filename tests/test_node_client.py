@@ -328,7 +328,10 @@ def test_plain_stream_is_delivered_in_order_then_done(
     assert client.end(sid).type == "done"
     attempts = wait_end_all(fake_server.ledger, 1)
     assert [c["data"] for c in client.chunks(sid)] == data_of(attempts)
-    assert client.states(sid) == ["connecting", "committed", "done"]
+    # A starved machine can hold the events past the client's stall check: it may say
+    # so (stalled) and go on; nothing else may differ.
+    states = [s for s in client.states(sid) if s != "stalled"]
+    assert states == ["connecting", "committed", "done"]
     assert client.of(sid)[-1].type == "done"
     assert attempts[0].header("accept") == "text/event-stream"
 
