@@ -52,7 +52,9 @@ def test_a_page_that_blocks_its_loop_shows_it_on_the_kits_clock(
         lane.run(adapter.start())
         adapter.measure_lag(ledger)
         lane.run(adapter.reset())  # the probe starts on the page a reset opens
-        time.sleep(0.3)  # the batches come through the binding meanwhile
+        deadline = time.monotonic() + 5  # the batches come through the binding meanwhile
+        while len(ledger.lags().get(LAG_SOURCE, ())) < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(ledger.lags().get(LAG_SOURCE, ())) >= 20
         before = now()
         block = f"const t = performance.now() + {BLOCK * 1000}; while (performance.now() < t);"
