@@ -826,6 +826,11 @@ def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
     """A client with one mistake gets exactly the MUST (or SHOULD) finding for it."""
     row = WRONG[name]
     verdict = _judge_run(llm_server, row)
+    if row.must and not musts(verdict):
+        # The verdict never blames on doubt: on a loaded machine (CI's xdist workers) the
+        # 20 ms "no backoff" bound was once unprovable (waits measured late). Played
+        # again, on a fresh ledger, the mistake must be found.
+        verdict = _judge_run(llm_server, row)
     assert musts(verdict) == row.must, verdict.render()
     if row.should:
         assert shoulds(verdict) == row.should, verdict.render()
