@@ -17,11 +17,13 @@ from typing import Any
 
 import anthropic
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from pytest_streamcheck.clients._py_common import (
     MODEL,
     ThreadedSyncAdapter,
     cached,
+    deliver,
+    deliver_async,
     describe,
     prompt_of,
     request_headers,
@@ -58,6 +60,13 @@ def _create_args(request: AdapterRequest) -> dict[str, Any]:
     }
 
 
+def _pick(event: Any) -> tuple[str, str | None] | None:
+    """A ``content_block_delta`` event, dumped as JSON with its name; None for the others."""
+    if event.type != TEXT_EVENT:
+        return None
+    return json.dumps(event.to_dict(mode="json")), event.type
+
+
 class AnthropicAdapter(ThreadedSyncAdapter):
     """``anthropic.Anthropic`` in a thread per stream, as a synchronous application runs it."""
 
@@ -89,21 +98,7 @@ class AnthropicAdapter(ThreadedSyncAdapter):
             kind, status = sdk_error(anthropic, exc, iterating=False)
             sink.error(kind, describe(exc), status=status)
             return
-        try:
-            with stream:
-                for event in stream:
-                    if event.type != TEXT_EVENT:
-                        continue
-                    sink.chunk(json.dumps(event.to_dict(mode="json")), event=event.type)
-                    if limit is not None and sink.chunks >= limit:
-                        return  # the consumer stops reading; leaving the block closes it
-        except StreamCancelled:
-            raise
-        except Exception as exc:
-            kind, status = sdk_error(anthropic, exc, iterating=True)
-            sink.error(kind, describe(exc), status=status)
-            return
-        sink.done()
+        deliver(anthropic, stream, sink, limit, _pick)
 
     def close_sync(self) -> None:
         with self._lock:
@@ -148,19 +143,7 @@ class AnthropicAsyncAdapter:
             kind, status = sdk_error(anthropic, exc, iterating=False)
             sink.error(kind, describe(exc), status=status)
             return
-        try:
-            async with stream:
-                async for event in stream:
-                    if event.type != TEXT_EVENT:
-                        continue
-                    sink.chunk(json.dumps(event.to_dict(mode="json")), event=event.type)
-                    if limit is not None and sink.chunks >= limit:
-                        return  # the consumer stops reading; leaving the block closes it
-        except Exception as exc:
-            kind, status = sdk_error(anthropic, exc, iterating=True)
-            sink.error(kind, describe(exc), status=status)
-            return
-        sink.done()
+        await deliver_async(anthropic, stream, sink, limit, _pick)
 
     async def offline(self) -> None:
         """The SDK has no offline handling."""

@@ -26,6 +26,8 @@ __all__ = [
     "RETRIED_4XX",
     "ThreadedSyncAdapter",
     "cached",
+    "deliver",
+    "deliver_async",
     "describe",
     "http_status_kind",
     "prompt_of",
@@ -191,3 +193,55 @@ def cached(
         if client is None:
             client = store[key] = make()
         return client
+
+
+# An event the library yields -> (the chunk's data, its event name) if it carries
+# answer text, else None (a framing event: not a chunk).
+Pick = Callable[[Any], "tuple[str, str | None] | None"]
+
+
+def _hand(sink: StreamSink, event: Any, pick: Pick, limit: int | None) -> bool:
+    """Report ``event`` if it is a chunk; True once the consumer stops reading."""
+    picked = pick(event)
+    if picked is not None:
+        sink.chunk(picked[0], event=picked[1])
+    return limit is not None and sink.chunks >= limit
+
+
+def _failed(sdk: ModuleType, sink: StreamSink, exc: Exception) -> None:
+    kind, status = sdk_error(sdk, exc, iterating=True)
+    sink.error(kind, describe(exc), status=status)
+
+
+def deliver(sdk: ModuleType, stream: Any, sink: StreamSink, limit: int | None, pick: Pick) -> None:
+    """Iterate an SDK's sync stream as an application does: each chunk to the sink,
+    ``done`` at its end, an exception as the kit's error; leaving the ``with`` block (the
+    consumer stopped reading at ``limit``) closes it."""
+    try:
+        with stream:
+            for event in stream:
+                if _hand(sink, event, pick, limit):
+                    return
+    except StreamCancelled:
+        raise
+    except Exception as exc:
+        _failed(sdk, sink, exc)
+        return
+    sink.done()
+
+
+async def deliver_async(
+    sdk: ModuleType, stream: Any, sink: StreamSink, limit: int | None, pick: Pick
+) -> None:
+    """``deliver`` for an SDK's async stream."""
+    try:
+        async with stream:
+            async for event in stream:
+                if _hand(sink, event, pick, limit):
+                    return
+    except StreamCancelled:
+        raise
+    except Exception as exc:
+        _failed(sdk, sink, exc)
+        return
+    sink.done()

@@ -16,11 +16,13 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamCancelled, StreamSink
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from pytest_streamcheck.clients._py_common import (
     MODEL,
     ThreadedSyncAdapter,
     cached,
+    deliver,
+    deliver_async,
     describe,
     prompt_of,
     request_headers,
@@ -61,6 +63,11 @@ def _create_args(request: AdapterRequest) -> dict[str, Any]:
     }
 
 
+def _pick(chunk: ChatCompletionChunk) -> tuple[str, str | None] | None:
+    """A chunk whose choices carry text, dumped as JSON; None for the framing ones."""
+    return (json.dumps(chunk.to_dict(mode="json")), None) if _carries_text(chunk) else None
+
+
 class OpenAIAdapter(ThreadedSyncAdapter):
     """``openai.OpenAI`` in a thread per stream, as a synchronous application runs it."""
 
@@ -92,21 +99,7 @@ class OpenAIAdapter(ThreadedSyncAdapter):
             kind, status = sdk_error(openai, exc, iterating=False)
             sink.error(kind, describe(exc), status=status)
             return
-        try:
-            with stream:
-                for chunk in stream:
-                    if not _carries_text(chunk):
-                        continue
-                    sink.chunk(json.dumps(chunk.to_dict(mode="json")))
-                    if limit is not None and sink.chunks >= limit:
-                        return  # the consumer stops reading; leaving the block closes it
-        except StreamCancelled:
-            raise
-        except Exception as exc:
-            kind, status = sdk_error(openai, exc, iterating=True)
-            sink.error(kind, describe(exc), status=status)
-            return
-        sink.done()
+        deliver(openai, stream, sink, limit, _pick)
 
     def close_sync(self) -> None:
         with self._lock:
@@ -151,19 +144,7 @@ class OpenAIAsyncAdapter:
             kind, status = sdk_error(openai, exc, iterating=False)
             sink.error(kind, describe(exc), status=status)
             return
-        try:
-            async with stream:
-                async for chunk in stream:
-                    if not _carries_text(chunk):
-                        continue
-                    sink.chunk(json.dumps(chunk.to_dict(mode="json")))
-                    if limit is not None and sink.chunks >= limit:
-                        return  # the consumer stops reading; leaving the block closes it
-        except Exception as exc:
-            kind, status = sdk_error(openai, exc, iterating=True)
-            sink.error(kind, describe(exc), status=status)
-            return
-        sink.done()
+        await deliver_async(openai, stream, sink, limit, _pick)
 
     async def offline(self) -> None:
         """The SDK has no offline handling."""
