@@ -31,7 +31,7 @@ from conformance._checks import (
 )
 from conformance._evidence import Evidence
 from conformance._timing import Noise, Wait, decide, span
-from conformance.cases._common import Applies, Row, one_stream, register_row
+from conformance.cases._common import Row, one_stream, register_row
 from conformance.reference import ClientPolicy, IdleRule
 from fake_servers import Attempt, Stall, Step, Stream
 
@@ -272,11 +272,6 @@ def _timeout(seconds: float) -> Callable[[ClientPolicy], ClientPolicy]:
     return tune
 
 
-def _on_tuned(applies: Applies, tune: Callable[[ClientPolicy], ClientPolicy]) -> Applies:
-    """``applies`` judged on the policy the case runs with, not the untuned profile."""
-    return lambda p, t: applies(tune(p), t)
-
-
 def _first_chunk_governs(policy: ClientPolicy, transport: str) -> str | None:
     limit = policy.first_chunk_timeout
     if limit is not None and limit <= policy.stall_timeout:
@@ -299,7 +294,7 @@ register_row(
         ),
         check=_check_before_first_chunk,
         needs=STALL,
-        applies=_on_tuned(_first_chunk_governs, _timeout(SHORT_TIMEOUT)),
+        applies=_first_chunk_governs,  # judged on the tuned policy (the runner's rule)
         tune=_timeout(SHORT_TIMEOUT),
     ),
     get_id="SC-STALL-1",
