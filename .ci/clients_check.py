@@ -29,6 +29,9 @@ def main(out: Path) -> int:
                 for v in ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR", "INCONCLUSIVE")
             )
         )
+        # the FAILs by id, so a run's verdicts can be compared after CI deletes the reports
+        failed = [c["id"] for c in cases if c["verdict"] == "FAIL"]
+        print(f"  FAIL: {' '.join(failed) or 'none'}")
         for c in cases:
             if c["verdict"] == "ERROR":
                 problems.append(f"{target}: {c['id']} ERROR: {c.get('reason')}")
