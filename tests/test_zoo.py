@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,18 +28,28 @@ def run_suite(
     )
 
 
+def _evidence(report: Path) -> str:
+    """Each played case's profile, duration and chart (a passed case keeps no evidence)."""
+    cases = json.loads(report.read_text())["cases"]
+    keep = ("profile", "duration", "details", "noise", "chart")
+    return json.dumps({c["id"]: {k: c.get(k) for k in keep} for c in cases})[:20000]
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_is_caught(pytester: pytest.Pytester, name: str) -> None:
     """The mutant fails at least one of its cases (MUST), or is NON-STRICT (SHOULD)."""
     expect = MUTANTS[name]
-    result = run_suite(pytester, f"zoo:{name}", expect.cases, expect.profile)
+    report = pytester.path / "first.json"
+    result = run_suite(
+        pytester, f"zoo:{name}", expect.cases, expect.profile, f"--streamcheck-report={report}"
+    )
     outcomes = result.parseoutcomes()
     if expect.level == "MUST" and not outcomes.get("failed", 0):
         # CI once saw success_does_not_reset pass SC-BREAKER-11 in 0.76 s, as if the
         # breaker were never rewired (the case takes 1.2 s on the mutant, 0.17 s on the
         # reference), and no run here reproduced it (60 runs, under load and xdist). A
         # second escape in a row fails with both runs' output, so the cause can be found.
-        first = result.stdout.str()
+        first = f"{result.stdout.str()}\nfirst run's evidence: {_evidence(report)}"
         result = run_suite(pytester, f"zoo:{name}", expect.cases, expect.profile)
         outcomes = result.parseoutcomes()
         assert outcomes.get("failed", 0) >= 1, (
