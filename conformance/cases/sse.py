@@ -160,7 +160,10 @@ register_row(
         requirement="A client MUST decode UTF-8 across read boundaries: a character whose "
         "bytes arrive in different reads is delivered intact, never as U+FFFD.",
         source=f"{PARSE} (UTF-8 decode of the stream); WHATWG Encoding (streaming decode)",
-        play=one_stream(lambda p: [Stream(events=UTF8_EVENTS, framing=Framing(split=1))]),
+        play=one_stream(
+            lambda p: [Stream(events=UTF8_EVENTS, framing=Framing(split=1))],
+            progress=UTF8_EVENTS,
+        ),
         check=_delivered_exactly,
     ),
     get_id="SC-SSE-11",
