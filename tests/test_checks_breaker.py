@@ -553,6 +553,20 @@ class TestNewCallers:
         assert outcome.undecidable
         assert not outcome.ok
 
+    def test_a_second_probe_after_a_client_stall_of_a_lease_is_undecidable(self) -> None:
+        """The client loop stalled a whole cooldown just before the probe arrived: the
+        client may have admitted it that much earlier, and let n2 through as a new probe
+        once its lease ran out (the reference does). Undecidable, not FAIL; a stall a
+        little short of that leaves the crowd a sure FAIL."""
+        atts, deliveries = self.new_callers(1)
+        ev = Evidence((*failures(PATH, K), *atts), (), (*self.refused(), *deliveries))
+        cooldown = 2 * self.hold
+        for stall, undecidable in ((cooldown, True), (cooldown / 4, False)):
+            noise = noisy(ev, [(LATER - stall - 0.001, stall)]).noise
+            outcome = self.judge(through=1, noise=noise)
+            assert not outcome.ok
+            assert outcome.undecidable is undecidable, (stall, outcome)
+
     def test_no_probe_after_the_cooldown_fails(self) -> None:
         """Every new caller refused: the breaker never closes."""
         deliveries = [error(f"n{i}", "circuit_open", LATER) for i in range(1, 5)]

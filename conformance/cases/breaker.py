@@ -662,6 +662,20 @@ def _before(ev: Evidence, a: Attempt, probe: Attempt, flaw: float) -> Decision:
     return decide(span(a.arrived_at, resolved, ev.noise), -math.inf, 0.0, flaw)
 
 
+def _lease_or(
+    decision: Decision, ev: Evidence, a: Attempt, probe: Attempt, lease: float
+) -> Decision:
+    """``decision``, unless ``a`` may be a new probe after the first one's lease ran out.
+    A client may presume a probe lost after a whole cooldown with no outcome (the
+    reference does, so a leaked probe cannot wedge the breaker). The probe was admitted
+    before its request arrived, by up to the loops' lag: CI once had every loop stall
+    250 ms, and the reference's second probe arrived 7 ms after the first."""
+    if decision != "out":
+        return decision
+    late = a.arrived_at - probe.arrived_at + ev.noise.lag(probe.arrived_at - lease, a.arrived_at)
+    return "unsure" if late >= lease else decision
+
+
 def _one_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
     """The first request of a caller after the trip is the probe; no other arrives
     before it resolves, and its stream completes."""
@@ -672,7 +686,10 @@ def _one_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
         return Outcome.failed(want, "no request after the cooldown: no probe")
     probe, others = reqs[0], reqs[1:]
     flaw = _probe_hold(policy) / 2
-    decisions = [(a, _before(ev, a, probe, flaw)) for a in others]
+    cooldown = policy.breaker.cooldown
+    decisions = [
+        (a, _lease_or(_before(ev, a, probe, flaw), ev, a, probe, cooldown)) for a in others
+    ]
     crowd = [a for a, d in decisions if d == "out"]
     if crowd:
         after = (f"{a.path} {a.arrived_at - probe.arrived_at:.3f}s after it" for a in crowd)
