@@ -316,6 +316,19 @@ def test_consecutive_failures_without_a_pause_hammer_the_backend() -> None:
     assert judge(reset, idempotent=False).clean
 
 
+def test_a_pause_near_the_cooldown_is_breaker_like() -> None:
+    """With quiet noise, a pause of 95 % of the 1 s cooldown is breaker-like (BREAKER_LIKE,
+    90 %); one of 80 % is still hammering."""
+    profile = _profile(breaker=BreakerConfig(threshold=3, cooldown=1.0))
+    run = [rec(1, 0.0, 503), rec(2, 0.25, 503), rec(3, 0.5, 503)]
+    for pause, hammers in ((0.95, False), (0.8, True)):
+        records = [*run, rec(4, 0.5 + pause, 503)]
+        found = "V-BREAKER-NO-PAUSE" in musts(
+            judge(records, profile=profile, noise=_quiet_over(records))
+        )
+        assert found is hammers, pause
+
+
 def test_a_profile_breaker_makes_hammering_a_must() -> None:
     """With a consecutive breaker in the profile, its threshold and cooldown are the rule."""
     profile = _profile(breaker=BreakerConfig(threshold=3, cooldown=1.0))
