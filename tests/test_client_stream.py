@@ -176,7 +176,9 @@ async def test_stalled_state_clears_when_data_flows_again(fake_server: FakeServe
     COMMITTED again, and the stream completes on its first connection."""
     fake_server.script("/s", Stream(events=4, stall=Stall(after=2, seconds=0.2)))
     log = StateLog()
-    async with make_client(STALL, on_state=log) as client:
+    # A timeout well above the pause: CI's loaded workers took over 0.3 s to answer.
+    patient = policy(stall_timeout=1.0, stall_check_interval=0.05)
+    async with make_client(patient, on_state=log) as client:
         events, error = await drain(client.stream(fake_server.url + "/s"))
     assert error is None
     assert len(events) == 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.reference import ClientPolicy
-from conformance.reference._watch import StallWatch
+from conformance.reference._watch import StallWatch, next_check
 
 
 def seed_watch(started: float = 1000.0) -> StallWatch:
@@ -73,3 +73,23 @@ def test_scaled_policy_watch():
     policy = ClientPolicy().scaled(0.01)
     watch = StallWatch(policy.stall_timeout, policy.stall_check_interval, 0.0)
     assert [watch.check(t) for t in (0.05, 0.1, 0.9, 0.91)] == ["ok", "stalled", "stalled", "dead"]
+
+
+def test_checks_keep_their_grid_when_one_runs_late() -> None:
+    """A late check does not push the next one back: the grid stays due + k·interval."""
+    assert next_check(1.0, 0.1, now=1.01) == pytest.approx(1.1)  # ran 10 ms late
+    assert next_check(1.0, 0.1, now=1.0) == pytest.approx(1.1)
+
+
+def test_missed_checks_are_skipped_not_made_up() -> None:
+    """A loop blocked past several grid points runs the next one still ahead of it."""
+    assert next_check(1.0, 0.1, now=1.25) == pytest.approx(1.3)
+    assert next_check(1.0, 0.1, now=1.1) == pytest.approx(1.2)  # exactly on a point: later
+
+
+def test_a_chain_of_late_checks_does_not_drift() -> None:
+    """Ten checks each 20 ms late: the tenth is due where the grid says, not 200 ms on."""
+    due = 0.0
+    for _ in range(10):
+        due = next_check(due, 0.1, now=due + 0.02)
+    assert due == pytest.approx(1.0)

@@ -7,9 +7,10 @@ than ``timeout`` is abandoned. The caller passes the time in.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-__all__ = ["StallStatus", "StallWatch"]
+__all__ = ["StallStatus", "StallWatch", "next_check"]
 
 StallStatus = Literal["ok", "stalled", "dead"]
 
@@ -59,3 +60,15 @@ class StallWatch:
         if idle >= self.interval:
             return "stalled"
         return "ok"
+
+
+def next_check(due: float, interval: float, now: float) -> float:
+    """When the check after the one due at ``due`` is due, on the grid ``due + k·interval``.
+
+    A check that ran late does not move the grid (a chain of "``interval`` after the last
+    check" adds every lateness up); checks already missed by ``now`` are skipped.
+    """
+    following = due + interval
+    if following > now:
+        return following
+    return following + interval * (math.floor((now - following) / interval) + 1)
