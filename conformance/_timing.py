@@ -123,13 +123,23 @@ class LagSeries:
 
 @dataclass(frozen=True)
 class Noise:
-    """The lag the harness measured in its own loops while a case ran."""
+    """The lag the harness measured in its own loops while a case ran.
+
+    ``client_probed``: False when the client ran where no probe was (an application's
+    own code under ``llm_server``): the server's lag still widens the lower bounds, and
+    the upper bounds keep the unmeasured allowance as their floor, since the client's
+    own lateness is unknown.
+    """
 
     series: tuple[LagSeries, ...] = ()
+    client_probed: bool = True
 
     @classmethod
-    def from_ledger(cls, lags: Mapping[str, Iterable[tuple[float, float]]]) -> Noise:
-        return cls(tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items())))
+    def from_ledger(
+        cls, lags: Mapping[str, Iterable[tuple[float, float]]], *, client_probed: bool = True
+    ) -> Noise:
+        series = tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items()))
+        return cls(series, client_probed)
 
     @property
     def measured(self) -> bool:
@@ -150,13 +160,16 @@ class Noise:
         (each a (start, end) window): the quiet floor plus the measured lag."""
         if not self.measured:
             return UNMEASURED_SLACK
-        return PATH_FLOOR + LAG_FACTOR * sum(self.lag(a, b) for a, b in moments)
+        return self._floored(PATH_FLOOR + LAG_FACTOR * sum(self.lag(a, b) for a, b in moments))
 
     def worst_slack(self) -> float:
         """``upper_slack`` for a moment not known: the worst lag of the whole case."""
         if not self.measured:
             return UNMEASURED_SLACK
-        return PATH_FLOOR + LAG_FACTOR * sum(s.longest for s in self.series)
+        return self._floored(PATH_FLOOR + LAG_FACTOR * sum(s.longest for s in self.series))
+
+    def _floored(self, slack: float) -> float:
+        return slack if self.client_probed else max(slack, UNMEASURED_SLACK)
 
     def lower_slack(self, stamp: float) -> float:
         """Allowance below a lower bound measured from a server stamp taken at ``stamp``."""

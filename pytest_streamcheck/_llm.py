@@ -138,6 +138,11 @@ class LLMServer:
         self._stopped_reading_at: float | None = None
         self._timer: threading.Timer | None = None
 
+    def measure_lag(self, on: bool) -> None:
+        """Probe the server's and proxy's loops into the ledger (the verdict's noise)."""
+        self.server.measure_lag(on)
+        self.proxy.measure_lag(on)
+
     @property
     def url(self) -> str:
         """The fault proxy's base URL: what the SDKs' base-URL variables point at."""
@@ -227,7 +232,7 @@ class LLMServer:
             The verdict; ``verdict.assert_ok()`` fails the test on a MUST finding.
         """
         from conformance._profiles import get_profile
-        from conformance._timing import UNMEASURED_SLACK
+        from conformance._timing import UNMEASURED_SLACK, Noise
         from conformance._verdict import judge
         from fake_servers import LedgerTimeout, now
 
@@ -249,6 +254,10 @@ class LLMServer:
             stall_timeout=stall_timeout,
             stopped_reading_at=mark,
             judged_at=now(),
+            # The server's and proxy's lag bound how late their stamps trail what the
+            # app saw (CI: a 503's headers stamped 31 ms after the app began its 0.2 s
+            # sleep); the app's own lateness is not probed.
+            noise=Noise.from_ledger(self.ledger.lags(), client_probed=False),
         )
         self.verdicts.append(result)
         return result
@@ -297,6 +306,7 @@ def serve_test(
 ) -> Generator[LLMServer, None, None]:
     """The body of the ``llm_server`` fixture: reset, environment, verdict at teardown."""
     llm = session.fresh()
+    llm.measure_lag(True)
     for name, value in provider_environment(llm.url, dict(os.environ)).items():
         if value is None:
             monkeypatch.delenv(name, raising=False)
@@ -306,7 +316,10 @@ def serve_test(
         yield llm
     finally:
         llm._cancel_timer()
-        _record_verdict(llm, request)
+        try:
+            _record_verdict(llm, request)
+        finally:
+            llm.measure_lag(False)
     session.server.check()  # an exception inside the server fails the test here
 
 

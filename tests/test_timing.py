@@ -283,6 +283,16 @@ class TestNoise:
         assert client_block.lower_slack(1.1) == pytest.approx(QUIET_LOWER)
         assert server_block.lower_slack(1.1) == pytest.approx(LOWER_FLOOR + LAG_FACTOR * BLOCK)
 
+    def test_an_unprobed_client_keeps_the_unmeasured_upper_floor(self) -> None:
+        """An app's own code is not probed: the server's lag widens the lower bound, and the
+        upper slacks never drop below the unmeasured allowance (its lateness is unknown)."""
+        rows = {"server": [(1.0, 1.0 + BLOCK)], "proxy": [(1.0, 1.0)]}
+        app = Noise.from_ledger(rows, client_probed=False)
+        assert app.lower_slack(1.0) == pytest.approx(LOWER_FLOOR + LAG_FACTOR * BLOCK)
+        assert app.upper_slack((1.0, 1.0)) == UNMEASURED_SLACK
+        assert app.worst_slack() == UNMEASURED_SLACK
+        assert Noise.from_ledger(rows).upper_slack((1.0, 1.0)) < UNMEASURED_SLACK
+
     def test_the_headline_and_json_show_each_loop(self) -> None:
         """Each loop's p99 and max in the headline; only wake-ups 2 ms late in the JSON."""
         n = noisy_noise(0.0, 1.0, [(0.5, 0.03)])
