@@ -25,16 +25,19 @@ import os
 import secrets
 import shlex
 import signal
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
+from fake_servers import now
 from pytest_streamcheck._exec_protocol import (
+    LAG_EVENT,
     PROTOCOL_VERSION,
     REPLIES,
     ProtocolError,
@@ -43,11 +46,17 @@ from pytest_streamcheck._exec_protocol import (
     encode,
     parse_event,
     parse_hello,
+    parse_lag,
+    probes_lag,
     stream_command,
 )
 from pytest_streamcheck._peer import OpenStream, Peer
 
+if TYPE_CHECKING:
+    from fake_servers import Ledger
+
 __all__ = [
+    "LAG_SOURCE",
     "PROTOCOL_VERSION",
     "ExecAdapter",
     "ProtocolError",
@@ -67,6 +76,10 @@ QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
 # process it starts: what finds a grandchild that left the process group and lost
 # its parent (the kit kills what still carries it when the client stops).
 CLIENT_MARK = "STREAMCHECK_EXEC_CLIENT"
+# The ledger's name for a client process's own loop lag (docs/exec-protocol.md, "lag").
+LAG_SOURCE = "process"
+# How long a case's end waits for the rows a probing process still holds.
+LAG_FLUSH_LIMIT = 0.5
 
 
 def _quote(line: bytes) -> str:
@@ -141,6 +154,10 @@ class ExecAdapter(Peer):
         self._closed = False
         self._start_lock = asyncio.Lock()
         self._send_lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._probes_lag = False  # the hello said "lag_probe": true
+        self._lag_ledger: Ledger | None = None  # where its rows go while a case plays
+        self._lag_flushed: asyncio.Future[None] | None = None
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -309,6 +326,7 @@ class ExecAdapter(Peer):
         except OSError as exc:
             raise HarnessError(f"{self._who}: cannot start the command: {exc}") from exc
         self._proc = proc
+        self._loop = asyncio.get_running_loop()
         assert proc.stdout is not None
         assert proc.stderr is not None
         loop = asyncio.get_running_loop()
@@ -322,6 +340,7 @@ class ExecAdapter(Peer):
             )
             try:
                 self._info, unknown = parse_hello(reply, os.path.basename(self.argv[0]))
+                self._probes_lag = probes_lag(reply)
             except ProtocolError as exc:
                 raise HarnessError(await self._fail(f"broke the protocol: {exc}")) from None
             for name in unknown:
@@ -413,6 +432,9 @@ class ExecAdapter(Peer):
 
     def _route(self, event: dict[str, Any]) -> None:
         kind = event["type"]
+        if kind == LAG_EVENT:
+            self._record_lag(event)
+            return
         if kind in REPLIES:
             self._hand_reply(kind, event, self._stderr.append)
             return
@@ -429,6 +451,42 @@ class ExecAdapter(Peer):
             return  # the consumer stopped reading; the cancel is on its way
         if entry.over and not entry.ended.done():
             entry.ended.set_result(None)
+
+    # -- the process's own lag -----------------------------------------------------------------
+    def measure_lag(self, ledger: Ledger | None) -> None:
+        """From any thread: while a case plays, have a probing process (``lag_probe`` in
+        its hello) report its event loop's lag into ``ledger``; None stops it."""
+        self._lag_ledger = ledger
+        loop = self._loop
+        if self._probes_lag and loop is not None and not loop.is_closed():
+            command = {"cmd": "lag", "on": ledger is not None}
+            with contextlib.suppress(RuntimeError):  # the loop stopped meanwhile
+                loop.call_soon_threadsafe(self._write_nowait, command)
+
+    async def collect_lag(self) -> None:
+        """As a case ends: the rows the process still holds, within LAG_FLUSH_LIMIT."""
+        if not self._probes_lag or self._lag_ledger is None or self._failure is not None:
+            return
+        flushed = self._lag_flushed = asyncio.get_running_loop().create_future()
+        self._write_nowait({"cmd": "lag", "flush": True})
+        try:
+            async with asyncio.timeout(LAG_FLUSH_LIMIT):
+                await flushed
+        except TimeoutError:
+            self._stderr.append(f"[kit] no lag flush within {LAG_FLUSH_LIMIT:.1f}s")
+        finally:
+            self._lag_flushed = None
+
+    def _record_lag(self, event: Mapping[str, Any]) -> None:
+        latest = now()
+        rows = parse_lag(event, time.time() - latest, latest)
+        ledger = self._lag_ledger
+        if ledger is not None:
+            for due, woke in rows:
+                ledger.record_lag(LAG_SOURCE, due, woke)
+        flushed = self._lag_flushed
+        if event.get("flushed") is True and flushed is not None and not flushed.done():
+            flushed.set_result(None)
 
     async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
         partial = b""

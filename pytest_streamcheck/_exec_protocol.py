@@ -12,6 +12,7 @@ from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
 from conformance._evidence import ERROR_KINDS, ErrorKind
 
 __all__ = [
+    "LAG_EVENT",
     "PROTOCOL_VERSION",
     "REPLIES",
     "STREAM_EVENTS",
@@ -23,6 +24,8 @@ __all__ = [
     "encode",
     "parse_event",
     "parse_hello",
+    "parse_lag",
+    "probes_lag",
     "stream_command",
 ]
 
@@ -32,6 +35,9 @@ Reply = Literal["hello", "configured", "reset"]
 StreamEventType = Literal["chunk", "comment", "state", "error", "done", "log"]
 REPLIES: tuple[Reply, ...] = get_args(Reply)
 STREAM_EVENTS: tuple[StreamEventType, ...] = get_args(StreamEventType)
+# The client's own event-loop lag (optional: a hello with "lag_probe": true), as
+# [due, woke, due, woke, ...] in seconds on the wall clock (the Unix epoch).
+LAG_EVENT: Final = "lag"
 
 
 class ProtocolError(ValueError):
@@ -109,8 +115,8 @@ def check_event(event: object) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise ProtocolError(f"is JSON but not an object (a {type(event).__name__})")
     kind = event.get("type")
-    if kind not in REPLIES and kind not in STREAM_EVENTS:
-        valid = ", ".join(REPLIES + STREAM_EVENTS)
+    if kind not in REPLIES and kind not in STREAM_EVENTS and kind != LAG_EVENT:
+        valid = ", ".join((*REPLIES, *STREAM_EVENTS, LAG_EVENT))
         raise ProtocolError(f"has an unknown type {kind!r}; protocol v1 events are {valid}")
     if kind in STREAM_EVENTS and kind != "log" and not isinstance(event.get("stream"), str):
         raise ProtocolError(f'is a {kind} event without a string "stream" id')
@@ -139,6 +145,46 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
     known = frozenset(cast(Capability, c) for c in named if c in CAPABILITIES)
     unknown = [c for c in named if c not in CAPABILITIES]
     return AdapterInfo(name, version, known, profile, wire_format), unknown
+
+
+def probes_lag(reply: Mapping[str, Any]) -> bool:
+    """Whether the ``hello`` reply says the client probes its own loop (``lag_probe``).
+
+    Raises:
+        ProtocolError: the field is there and not a boolean.
+    """
+    value = reply.get("lag_probe", False)
+    if not isinstance(value, bool):
+        raise ProtocolError(f"hello.lag_probe must be true or false, got {value!r}")
+    return value
+
+
+def parse_lag(
+    event: Mapping[str, Any], wall_offset: float, latest: float
+) -> list[tuple[float, float]]:
+    """A ``lag`` event's wake-ups as (due, woke) on the kit's clock.
+
+    Args:
+        event: The checked event.
+        wall_offset: The wall clock minus the kit's clock, read as the event arrived:
+            both processes read one system clock, so this maps the client's stamps.
+        latest: The event's arrival on the kit's clock: nothing woke later than that.
+
+    Raises:
+        ProtocolError: ``rows`` is not a list of an even number of numbers.
+    """
+    rows = event.get("rows")
+    if (
+        not isinstance(rows, list)
+        or len(rows) % 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in rows)
+    ):
+        raise ProtocolError('a lag event needs "rows": [due, woke, ...] as numbers')
+    out = []
+    for i in range(0, len(rows), 2):
+        woke = min(rows[i + 1] - wall_offset, latest)
+        out.append((min(rows[i] - wall_offset, woke), woke))
+    return out
 
 
 def deliver(sink: StreamSink, event: Mapping[str, Any], at: float | None = None) -> bool:

@@ -225,8 +225,10 @@ async def test_keepalive_only_stream_is_abandoned_under_idle_rule_data(
 async def test_stall_budget_is_spent_before_the_commit(fake_server: FakeServer) -> None:
     """Stalls before any data count as attempts: max_attempts ends the call with GaveUp."""
     fake_server.script("/s", Stream(events=2, stall=Stall(after=0)))
+    # The watch runs from the connect: at 0.1 s a loaded xdist worker's second request
+    # was abandoned before it reached the server.
     async with make_client(
-        policy(stall_timeout=0.1, stall_check_interval=0.02, max_attempts=2)
+        policy(stall_timeout=0.3, stall_check_interval=0.05, max_attempts=2)
     ) as client:
         _, error = await drain(client.stream(fake_server.url + "/s"))
     assert isinstance(error, GaveUp)

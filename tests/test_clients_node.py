@@ -12,7 +12,7 @@ import json
 import pytest
 
 from conformance import Verdict, run_suite
-from pytest_streamcheck._exec import ExecAdapter
+from pytest_streamcheck._exec import LAG_SOURCE, ExecAdapter
 from pytest_streamcheck._targets import TargetError, load_target
 from pytest_streamcheck.clients import node
 
@@ -99,6 +99,17 @@ def test_judged_as_the_library_behaves(target: str) -> None:
             if r.verdict != expected[r.case.id]
         }
         pytest.fail(f"{target}: {detail}")
+
+
+def test_the_node_process_lag_is_in_every_case_noise() -> None:
+    """The adapters' process probes its own loop (exec "lag"): a judged case's noise has
+    a ``process`` series beside the kit's loops, so fifty users in one Node loop that
+    runs late are the harness's noise, not the library's delay."""
+    (result,) = run_suite(load_target("node-openai"), select=["SC-RETRY-12"])
+    assert result.evidence is not None
+    summary = result.evidence.noise.summary()
+    assert summary[LAG_SOURCE]["samples"] > 10, summary
+    assert {"server", "proxy", "client", LAG_SOURCE} <= set(summary)
 
 
 def test_without_the_install_the_target_says_what_to_run(

@@ -27,13 +27,14 @@ from conformance.reference import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._server import FakeServer
 from pytest_streamcheck._exec import (
+    LAG_SOURCE,
     ExecAdapter,
     ProtocolError,
     parse_event,
     parse_hello,
     stream_command,
 )
-from pytest_streamcheck._exec_protocol import deliver
+from pytest_streamcheck._exec_protocol import deliver, parse_lag, probes_lag
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 NODE_CLIENT = Path(__file__).parent.parent / "examples" / "node-client" / "client.mjs"
@@ -464,3 +465,56 @@ async def test_node_client_streams_through_the_adapter(fake_server: FakeServer) 
     assert chunks(deliveries) == [e.data for e in attempt.data_events]
     assert [d.kind for d in deliveries if d.kind not in ("state", "log")][-1] == "done"
     assert adapter.returncode == 0
+
+
+# -- the client process's own lag ---------------------------------------------------------
+
+
+def test_parse_lag_maps_the_wall_clock_and_never_past_the_arrival() -> None:
+    """Rows on the wall clock come out on the kit's, no wake-up later than the event's
+    arrival, no due after its wake-up; malformed rows are a protocol error."""
+    rows = parse_lag({"type": "lag", "rows": [100.0, 100.2, 101.0, 105.0]}, 90.0, 12.0)
+    assert rows == [(pytest.approx(10.0), pytest.approx(10.2)), (11.0, 12.0)]
+    for bad in ([1.0], ["1", 2.0], None, [True, 1.0]):
+        with pytest.raises(ProtocolError, match="rows"):
+            parse_lag({"type": "lag", "rows": bad}, 0.0, 0.0)
+    with pytest.raises(ProtocolError, match="lag_probe"):
+        probes_lag({"lag_probe": "yes"})
+
+
+@pytest.mark.asyncio
+async def test_a_probing_process_reports_its_lag_into_the_ledger() -> None:
+    """A client whose hello says lag_probe: told when a case starts and stops, and its
+    flushed rows land in the ledger as the ``process`` series, on the kit's clock."""
+    server = FakeServer()
+    async with running(client("lag_probe.py")) as adapter:
+        await adapter.start()
+        adapter.measure_lag(server.ledger)
+        await asyncio.sleep(0.01)  # the command goes out on the loop's next turn
+        before = now()
+        await adapter.collect_lag()
+        adapter.measure_lag(None)
+        await eventually(lambda: any("on=False" in s for s in adapter.stderr_tail()), "off")
+        ((due, woke),) = server.ledger.lags()[LAG_SOURCE]
+        assert woke - due == pytest.approx(0.2, abs=0.01)
+        assert before - 0.4 < due < now()
+        assert [s for s in adapter.stderr_tail() if "lag_probe:" in s] == [
+            "lag_probe: lag on=True flush=None",
+            "lag_probe: lag on=None flush=True",
+            "lag_probe: lag on=False flush=None",
+        ]
+
+
+@pytest.mark.asyncio
+async def test_a_process_that_does_not_probe_is_never_asked_to() -> None:
+    """Without lag_probe in its hello the client gets no lag command: protocol v1 as it was."""
+    server = FakeServer()
+    async with running(client("lag_probe.py", "--no-probe")) as adapter:
+        await ready(adapter)
+        adapter.measure_lag(server.ledger)
+        await asyncio.sleep(0.01)
+        await adapter.collect_lag()
+        adapter.measure_lag(None)
+        await adapter.reset()  # a round trip: any lag command would have been read by now
+        assert not any("lag_probe:" in s for s in adapter.stderr_tail())
+        assert LAG_SOURCE not in server.ledger.lags()

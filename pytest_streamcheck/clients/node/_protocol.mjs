@@ -60,6 +60,59 @@ function emit(event) {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 }
 
+/**
+ * The process's own event-loop lag (exec protocol "lag"): a timer due every 5 ms on a
+ * fixed grid; each wake-up's due and actual time, on the wall clock in seconds (the kit
+ * reads the same system clock), go out in a batch every 50 ms and when the kit asks.
+ * All fifty users of a herd case live in this one loop: when it runs late, every retry
+ * timer in it does, and the kit must count that as noise, not as the library's delay.
+ */
+const LAG_INTERVAL_MS = 5;
+const LAG_BATCH_MS = 50;
+
+class LagProbe {
+  constructor() {
+    this.rows = [];
+    this.timer = undefined;
+    this.due = 0;
+    this.sent = 0;
+  }
+
+  start() {
+    if (this.timer !== undefined) return;
+    this.due = performance.now() + LAG_INTERVAL_MS;
+    this.sent = performance.now();
+    this._arm();
+  }
+
+  stop() {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.flush(false);
+  }
+
+  flush(asked) {
+    const rows = this.rows;
+    this.rows = [];
+    this.sent = performance.now();
+    if (rows.length || asked) emit({ type: 'lag', rows, ...(asked ? { flushed: true } : {}) });
+  }
+
+  _arm() {
+    this.timer = setTimeout(() => this._wake(), Math.max(0, this.due - performance.now()));
+  }
+
+  _wake() {
+    const woke = performance.now();
+    const origin = performance.timeOrigin;
+    this.rows.push((origin + this.due) / 1000, (origin + woke) / 1000);
+    this.due += LAG_INTERVAL_MS;
+    if (this.due <= woke) this.due = woke + LAG_INTERVAL_MS; // missed wake-ups are not made up
+    if (woke - this.sent >= LAG_BATCH_MS) this.flush(false);
+    this._arm();
+  }
+}
+
 /** The end-of-answer markers of the common LLM formats: an application's end check. */
 export const TERMINAL_DATA = '[DONE]';
 export const TERMINAL_EVENTS = new Set(['done', 'message_stop', 'response.completed']);
@@ -172,6 +225,7 @@ export function serve({ name, version, profile, capabilities, format, open }) {
   const streams = new Map();
   let clients = new Map();
   let stopping = false;
+  const lag = new LagProbe();
 
   const stopAll = () => {
     for (const s of [...streams.values()]) s.stop();
@@ -201,7 +255,10 @@ export function serve({ name, version, profile, capabilities, format, open }) {
   const dispatch = (cmd) => {
     switch (cmd?.cmd) {
       case 'hello':
-        emit({ type: 'hello', protocol: 1, name, version, profile, capabilities, ...(format ? { format } : {}) });
+        emit({
+          type: 'hello', protocol: 1, name, version, profile, capabilities, lag_probe: true,
+          ...(format ? { format } : {}),
+        });
         break;
       case 'configure': // never sent: no adapter here is configurable
         emit({ type: 'configured' });
@@ -223,7 +280,13 @@ export function serve({ name, version, profile, capabilities, format, open }) {
         // None of these libraries listens for network events: a Node app has none to give.
         emit({ type: 'log', message: `${cmd.cmd}: the library has no network events; ignored` });
         break;
+      case 'lag':
+        if (cmd.flush) lag.flush(true);
+        else if (cmd.on) lag.start();
+        else lag.stop();
+        break;
       case 'shutdown':
+        lag.stop();
         shutdown();
         break;
       default:
