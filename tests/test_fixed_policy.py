@@ -4,6 +4,8 @@ and fails growth, jitter, the herd and Retry-After by its measured delays."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from plugin_targets.sct_fixed import FixedDelayAdapter, fixed_profile
 
@@ -54,7 +56,12 @@ def test_ignoring_retry_after_fails_the_retry_after_cases() -> None:
     results = run_suite(FixedDelayAdapter, profile=fixed_profile(), select=ids)
     _judged(results, dict.fromkeys(ids, "FAIL"))
     failed = [r for r in results if r.verdict.value == "FAIL"]
-    assert all("waited 1.0" in (r.outcome.observed if r.outcome else "") for r in failed)
+    # Its own 1 s (late on a loaded worker; a stamp after the write can trail the end it
+    # saw by a few ms), far from the 3 s hint.
+    waits = [
+        re.search(r"waited (\d+\.\d+)s", r.outcome.observed if r.outcome else "") for r in failed
+    ]
+    assert all(m is not None and 0.9 < float(m[1]) < 2.0 for m in waits), waits
 
 
 def test_retrying_409_passes_when_declared_and_fails_under_the_seed() -> None:

@@ -23,7 +23,7 @@ class _Attempt:
     watch: StallWatch
     guard: asyncio.Timeout | None = None
     tick: asyncio.TimerHandle | None = None
-    tick_due: float = 0.0  # the health checks' next grid point (loop time)
+    tick_due: float = 0.0  # the health checks' grid point last scheduled (loop time)
     request_sent: bool = False  # request bytes were written: the server may have seen it
     delivered: bool = False  # a data event of this attempt reached the buffer
     resolved: bool = False  # the breaker has heard this attempt's outcome

@@ -45,8 +45,6 @@ StateCallback = Callable[[StateChange], None]
 Clock = Callable[[], float]  # seconds on a monotonic clock, like time.monotonic
 Sleep = Callable[[float], Awaitable[None]]  # waits that many seconds, like asyncio.sleep
 
-# A check at the stall deadline runs this much after it: the watch's "dead" is strict.
-_PAST_DEADLINE = 0.001
 _HIGH_WATER = 4096  # buffered events at which the reader waits for the consumer
 
 
@@ -563,15 +561,11 @@ class EventStream:
     def _schedule_tick(self, att: _Attempt) -> None:
         """The next check on a fixed grid (the seed's ``setInterval``): under load every
         wake-up is a little late, and a chain of ``call_later`` would add those up (CI:
-        a 0.3 s timeout checked every 33 ms abandoned after 0.48 s)."""
+        a 0.3 s timeout checked every 33 ms abandoned after 0.48 s). The grid keeps the
+        abandonment within one interval after the timeout, plus one wake-up's lateness."""
         loop = asyncio.get_running_loop()
-        if att.tick_due <= loop.time():  # the grid point passed: the one after it
-            att.tick_due = next_check(att.tick_due, att.watch.interval, loop.time())
-        due = att.tick_due
-        if not att.paused:  # the timeout falls before the next check: look at it then
-            left = att.watch.timeout - att.watch.idle(self._shared.clock())
-            due = min(due, loop.time() + max(0.0, left) + _PAST_DEADLINE)
-        att.tick = loop.call_at(due, self._tick, att)
+        att.tick_due = next_check(att.tick_due, att.watch.interval, loop.time())
+        att.tick = loop.call_at(att.tick_due, self._tick, att)
 
     def _interrupt(self, att: _Attempt, kind: FailureKind) -> None:
         """Abandons the attempt's connection now; the attempt fails with ``kind``."""
