@@ -72,7 +72,10 @@ def fixed_schedule(ins: Inputs) -> Iterator[Finding]:
     if ins.profile is not None:
         return  # the envelope (growing with the retry number) and its jitter test judge it
     for number, looks in ins.calls:
-        delays = [wait.most for wait in _backoff_delays(ins, looks)]
+        # Each wait as measured from the earliest moment the client could react: the
+        # lower bound's slack (the server's lag where it stamped) differs from wait to
+        # wait and would spread one fixed delay over more than the band.
+        delays = [wait.ceiling for wait in _backoff_delays(ins, looks)]
         if len(delays) < FIXED_MIN_DELAYS:
             continue
         mid = statistics.median(delays)
