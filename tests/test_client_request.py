@@ -5,7 +5,7 @@ caller's Last-Event-ID, headers and raw body."""
 from __future__ import annotations
 
 import pytest
-from test_client_support import DEADLINE, drain, make_client, payloads
+from test_client_support import DEADLINE, drain, make_client, payloads, policy
 
 from conformance.reference import NonRetryableStatus, SyncStreamingClient, Truncated
 from conformance.reference._request import MAX_REDIRECTS
@@ -125,6 +125,23 @@ async def test_a_bad_location_fails_without_a_retry(fake_server: FakeServer) -> 
     assert isinstance(error, NonRetryableStatus)
     assert (error.status, "http(s)" in str(error)) == (307, True)
     assert len(fake_server.ledger.wait_finished(DEADLINE)) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_slow_redirect_chain_is_not_silence(fake_server: FakeServer) -> None:
+    """Four redirects, each head 0.15 s in coming: 0.6 s in all against a 0.4 s stall
+    timeout. Each head is bytes (idle rule "bytes"): the chain is followed, not stalled.
+    CI's loaded workers once took the 20-redirect chain below for a stall."""
+    hops = ["/v1/a", "/v1/b", "/v1/c", "/v1/d"]
+    for here, there in zip(hops, [*hops[1:], "/s"], strict=True):
+        fake_server.script(here, Respond(status=307, headers=(("location", there),), delay=0.15))
+    fake_server.script("/s", Stream(events=3))
+    patient = policy(stall_timeout=0.4, stall_check_interval=0.05, idle_rule="bytes")
+    async with make_client(patient) as client:
+        events, error = await drain(client.stream(fake_server.url + hops[0]))
+    assert error is None
+    assert len(events) == 3
+    assert [a.path for a in fake_server.ledger.wait_finished(DEADLINE)] == [*hops, "/s"]
 
 
 @pytest.mark.asyncio

@@ -380,7 +380,7 @@ class EventStream:
         policy = self._shared.policy
         timeout = httpx.Timeout(None, connect=policy.connect_timeout, pool=policy.connect_timeout)
         extensions = {"timeout": timeout.as_dict(), "trace": trace}
-        response, problem = await self._send(prepared, extensions)
+        response, problem = await self._send(prepared, extensions, att)
         try:
             if policy.idle_rule == "bytes":
                 self._touch(att)
@@ -394,7 +394,7 @@ class EventStream:
             await response.aclose()
 
     async def _send(
-        self, prepared: _Prepared, extensions: dict[str, Any]
+        self, prepared: _Prepared, extensions: dict[str, Any], att: _Attempt
     ) -> tuple[httpx.Response, str]:
         """Sends the request, following redirects as Fetch's "follow" mode does.
 
@@ -409,6 +409,9 @@ class EventStream:
         retry matrix does not retry: the same request meets the same redirect, and HTML
         §9.2.3 lets a client fail the connection when reconnecting "is known to be futile".
 
+        Each redirect's head is bytes from the network: under idle rule "bytes" it resets
+        the stall watch, so a long chain on a slow network is not taken for silence.
+
         Returns:
             The final response, and why it is a redirect that cannot be followed ("" when
             it is not one): a bad Location, or one more redirect than ``MAX_REDIRECTS``.
@@ -421,6 +424,8 @@ class EventStream:
             location = _redirect_location(status, response.headers)
             if location is None:
                 return response, ""
+            if self._shared.policy.idle_rule == "bytes":
+                self._touch(att)
             if hop == MAX_REDIRECTS:
                 return response, f"more than {MAX_REDIRECTS} redirects"
             try:
