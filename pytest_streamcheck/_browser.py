@@ -44,6 +44,7 @@ from pytest_streamcheck._exec_protocol import (
     Reply,
     check_event,
     deliver,
+    on_kit_clock,
     parse_hello,
     stream_command,
 )
@@ -488,8 +489,8 @@ class BrowserAdapter(Peer):
         for i in range(0, len(rows) - 1, 2):
             due, woke = rows[i], rows[i + 1]
             if isinstance(due, int | float) and isinstance(woke, int | float):
-                woke_at = min(woke / 1000 - offset, latest)  # never later than the arrival
-                ledger.record_lag(LAG_SOURCE, min(due / 1000 - offset, woke_at), woke_at)
+                row = on_kit_clock(due / 1000, woke / 1000, offset, latest)
+                ledger.record_lag(LAG_SOURCE, *row)
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""

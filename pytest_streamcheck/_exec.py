@@ -326,10 +326,9 @@ class ExecAdapter(Peer):
         except OSError as exc:
             raise HarnessError(f"{self._who}: cannot start the command: {exc}") from exc
         self._proc = proc
-        self._loop = asyncio.get_running_loop()
         assert proc.stdout is not None
         assert proc.stderr is not None
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._readers = (
             loop.create_task(self._read_stdout(proc.stdout), name=f"exec-stdout:{proc.pid}"),
             loop.create_task(self._read_stderr(proc.stderr), name=f"exec-stderr:{proc.pid}"),

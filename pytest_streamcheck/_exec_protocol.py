@@ -22,6 +22,7 @@ __all__ = [
     "check_event",
     "deliver",
     "encode",
+    "on_kit_clock",
     "parse_event",
     "parse_hello",
     "parse_lag",
@@ -180,11 +181,16 @@ def parse_lag(
         or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in rows)
     ):
         raise ProtocolError('a lag event needs "rows": [due, woke, ...] as numbers')
-    out = []
-    for i in range(0, len(rows), 2):
-        woke = min(rows[i + 1] - wall_offset, latest)
-        out.append((min(rows[i] - wall_offset, woke), woke))
-    return out
+    return [on_kit_clock(rows[i], rows[i + 1], wall_offset, latest) for i in range(0, len(rows), 2)]
+
+
+def on_kit_clock(due: float, woke: float, offset: float, latest: float) -> tuple[float, float]:
+    """A client's lag row (seconds on its own clock) as (due, woke) on the kit's clock:
+    ``offset`` is its clock minus the kit's; nothing woke after ``latest`` (the row's
+    arrival), and nothing was due after it woke. The exec ``lag`` event and the
+    browser page's probe both map their rows here."""
+    woke_at = min(woke - offset, latest)
+    return min(due - offset, woke_at), woke_at
 
 
 def deliver(sink: StreamSink, event: Mapping[str, Any], at: float | None = None) -> bool:
