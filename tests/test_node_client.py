@@ -560,7 +560,9 @@ def test_keepalive_comments_count_only_under_the_bytes_rule(
 ) -> None:
     """Comments during a data silence keep a `bytes` watch alive; a `data` watch abandons it."""
     client.configure(replace(STALL_POLICY, idle_rule=idle_rule))  # type: ignore[arg-type]
-    stall = Stall(after=2, seconds=STALL_POLICY.stall_timeout * 2.5, keepalive=0.02)
+    # Five timeouts of keepalive-only silence: a starved Node process that sleeps through
+    # a shorter one (CI: 2.5 timeouts) reads the data after it before its watch looks.
+    stall = Stall(after=2, seconds=STALL_POLICY.stall_timeout * 5, keepalive=0.02)
     url = scripted(fake_server, Stream(events=4, stall=stall))
     sid = client.stream(url)
     end = client.end(sid)
