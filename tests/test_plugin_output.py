@@ -318,8 +318,10 @@ def test_under_xdist_ids_junit_and_short_lines_hold(
         *PLAIN, RETRIES_401, PIPELINE, *ids, "-n", "2", "--junitxml=j.xml"
     )
     result.assert_outcomes(passed=2, failed=1)
+    # The count is the server's: a loaded worker's third retry of the 401 may not have
+    # reached it when the case ended (CI: "2 requests"); this test is about the line.
     result.stdout.fnmatch_lines(
-        ["FAILED streamcheck::SC-RETRY-3 - 3 requests; s1 ended: * (expected *)"]
+        ["FAILED streamcheck::SC-RETRY-3 - * requests; s1 ended: * (expected *)"]
     )
     assert result.stdout.str().count("requirement:") == 1
     classnames = {n: c.get("classname") for n, c in _testcases(pytester, "j.xml").items()}
