@@ -188,13 +188,17 @@ async def test_stalled_state_clears_when_data_flows_again(fake_server: FakeServe
         events, error = await drain(client.stream(fake_server.url + "/s"))
     assert error is None
     assert len(events) == 4
-    assert log.states == [
-        State.CONNECTING,
-        State.COMMITTED,
-        State.STALLED,
-        State.COMMITTED,
-        State.DONE,
-    ]
+    # A loaded server can be slower than one check interval before its headers or between
+    # two events: each such wait is one more STALLED that clears, never a reconnect.
+    states = log.states
+    commit = states.index(State.COMMITTED)
+    assert states[0] == State.CONNECTING
+    assert set(states[:commit]) <= {State.CONNECTING, State.STALLED}
+    after = states[commit:-1]
+    assert states[-1] == State.DONE
+    assert after[::2] == [State.COMMITTED] * len(after[::2])
+    assert after[1::2] == [State.STALLED] * len(after[1::2])
+    assert State.STALLED in after
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
