@@ -330,7 +330,9 @@ def test_plain_stream_is_delivered_in_order_then_done(
     assert [c["data"] for c in client.chunks(sid)] == data_of(attempts)
     # A starved machine can hold the events past the client's stall check: it may say
     # so (stalled) and go on; nothing else may differ.
+    # A stall that clears before the headers says connecting again.
     states = [s for s in client.states(sid) if s != "stalled"]
+    states = [s for i, s in enumerate(states) if i == 0 or s != states[i - 1]]
     assert states == ["connecting", "committed", "done"]
     assert client.of(sid)[-1].type == "done"
     assert attempts[0].header("accept") == "text/event-stream"
