@@ -169,7 +169,7 @@ class CaseResult:
             if self.outcome.figure is not None:
                 data["figure"] = self.outcome.figure.to_json()
         if self.evidence is not None:
-            data["noise"] = self.evidence.noise.summary()
+            data["noise"] = self.evidence.noise.report()
         if self.evidence is not None:
             data["timeline"] = self.evidence.timeline()
             data["chart"] = self.evidence.chart()
@@ -737,7 +737,7 @@ class SuiteRunner:
             connections=ctx.ledger.connections(),
             deliveries=ctx.deliveries.all(),
             started_at=started,
-            noise=Noise.from_ledger(ctx.ledger.lags()),
+            noise=Noise.from_ledger(ctx.ledger.lags(), hops=ctx.ledger.hops()),
         )
 
     def _diagnostics(self) -> str:

@@ -25,7 +25,7 @@ import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fake_servers import Attempt
@@ -33,6 +33,7 @@ from fake_servers._noise import PROBE_INTERVAL
 
 __all__ = [
     "AT_ONCE",
+    "HOP_SOURCE",
     "LAG_FACTOR",
     "LOWER_FLOOR",
     "OVERLOAD_P99",
@@ -72,6 +73,8 @@ UNMEASURED_SLACK = 0.5
 # so no FAIL is sure. Quiet, the p99 is 3-7 ms; under 4 CPU burners 10-60 ms. The
 # client's own loop is left out: a client that blocks it must not excuse itself.
 OVERLOAD_P99 = 0.1
+# The name the noise's summary gives the per-request network hops (``Noise.hops``).
+HOP_SOURCE = "network"
 # How far around a moment a block still delays what happens at it.
 _REACH = 2 * PROBE_INTERVAL
 
@@ -109,16 +112,21 @@ class LagSeries:
         return worst
 
     def summary(self) -> dict[str, float]:
-        if not self.lag:
-            return {"samples": 0}
-        ordered = sorted(self.lag)
-        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-        return {
-            "samples": len(ordered),
-            "p50": round(statistics.median(ordered), 6),
-            "p99": round(p99, 6),
-            "max": round(ordered[-1], 6),
-        }
+        return _stats(self.lag)
+
+
+def _stats(values: Iterable[float]) -> dict[str, float]:
+    """Samples, median, p99 and max of lags or hops (seconds)."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"samples": 0}
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return {
+        "samples": len(ordered),
+        "p50": round(statistics.median(ordered), 6),
+        "p99": round(p99, 6),
+        "max": round(ordered[-1], 6),
+    }
 
 
 @dataclass(frozen=True)
@@ -129,17 +137,37 @@ class Noise:
     own code under ``llm_server``): the server's lag still widens the lower bounds, and
     the upper bounds keep the unmeasured allowance as their floor, since the client's
     own lateness is unknown.
+
+    ``hops``: by attempt ``seq``, the seconds its request took from the client's code to
+    the server and its response back (``Ledger.record_hop``: a browser's network
+    process, which no loop probe sees). Measured per request, a hop counts for the
+    waits next to its own attempt only (``wait_between``), never as a loop's lag near
+    a moment: fifty requests of one page queue there at once, and the worst of them
+    would widen every client's wait.
     """
 
     series: tuple[LagSeries, ...] = ()
     client_probed: bool = True
+    hops: Mapping[int, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
     def from_ledger(
-        cls, lags: Mapping[str, Iterable[tuple[float, float]]], *, client_probed: bool = True
+        cls,
+        lags: Mapping[str, Iterable[tuple[float, float]]],
+        *,
+        client_probed: bool = True,
+        hops: Mapping[int, tuple[float, float]] | None = None,
     ) -> Noise:
         series = tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items()))
-        return cls(series, client_probed)
+        return cls(series, client_probed, dict(hops or {}))
+
+    def hop_out(self, attempt: Attempt) -> float:
+        """Seconds ``attempt``'s request spent on its way out of the client (0: unknown)."""
+        return self.hops.get(attempt.seq, (0.0, 0.0))[0]
+
+    def hop_back(self, attempt: Attempt) -> float:
+        """Seconds ``attempt``'s response spent on its way back to the client's code."""
+        return self.hops.get(attempt.seq, (0.0, 0.0))[1]
 
     @property
     def measured(self) -> bool:
@@ -176,7 +204,16 @@ class Noise:
         return LOWER_FLOOR + LAG_FACTOR * self.source_lag("server", stamp)
 
     def summary(self) -> dict[str, dict[str, float]]:
+        """Each loop's lag statistics (what decides overload, lanes and noisy herds)."""
         return {s.source: s.summary() for s in self.series}
+
+    def report(self) -> dict[str, dict[str, float]]:
+        """``summary`` and, when measured, the hops' statistics (``HOP_SOURCE``): what
+        failure texts and reports show."""
+        ways = [way for pair in self.hops.values() for way in pair if way > 0]
+        if not ways:
+            return self.summary()
+        return self.summary() | {HOP_SOURCE: _stats(ways)}
 
     def worst_p99(self, sources: Iterable[str] | None = None) -> float:
         """The largest p99 lag of any loop (of ``sources``; 0 when nothing was measured)."""
@@ -205,10 +242,11 @@ class Noise:
         if not self.measured:
             return "harness lag not measured"
         parts = []
-        for source, stats in self.summary().items():
+        for source, stats in self.report().items():
             if stats.get("samples"):
                 p99, worst = stats["p99"] * 1000, stats["max"] * 1000
-                parts.append(f"{source} loop p99 {p99:.1f} ms, max {worst:.1f} ms")
+                kind = "hop" if source == HOP_SOURCE else "loop"
+                parts.append(f"{source} {kind} p99 {p99:.1f} ms, max {worst:.1f} ms")
         return "harness lag: " + "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -218,7 +256,8 @@ class Noise:
             ]
             for s in self.series
         }
-        return {"summary": self.summary(), "late_wakeups": late}
+        hops = {str(seq): [round(o, 6), round(b, 6)] for seq, (o, b) in sorted(self.hops.items())}
+        return {"summary": self.report(), "late_wakeups": late, "hops": hops}
 
 
 @dataclass(frozen=True)
@@ -248,6 +287,8 @@ def wait_from(
     reacted_at_most_after: float,
     next_at: float,
     noise: Noise,
+    back: float = 0.0,
+    out: float = 0.0,
 ) -> Wait:
     """The wait between a failure and the next attempt, from any pair of stamps.
 
@@ -258,13 +299,18 @@ def wait_from(
             failure (the failed request's arrival plus any scripted hold).
         next_at: The next attempt's arrival.
         noise: What the harness measured meanwhile.
+        back: The measured hop of the failure's way back to the client's code, after
+            ``reacted_after`` (``Noise.hops``; a lower bound, so taking it off the
+            least wait never passes a late client for the kit's sake).
+        out: The measured hop of the next request's way out, before ``next_at``: the
+            client's delay ended that much earlier, so it comes off both ends.
     """
     measured = next_at - reacted_after
     slack = noise.upper_slack(
         (reacted_after - _REACH, reacted_after + _REACH), (next_at - _REACH, next_at)
     )
-    least = measured - slack
-    most = next_at - reacted_at_most_after + noise.lower_slack(reacted_at_most_after)
+    least = measured - slack - back - out
+    most = next_at - out - reacted_at_most_after + noise.lower_slack(reacted_at_most_after)
     return Wait(min(least, most), most, measured, noise.measured)
 
 
@@ -293,7 +339,7 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
     """
     earliest = max(prev.arrived_at + held, seen_from(prev))
     end = prev.ended_at if prev.ended_at is not None else earliest
-    return wait_from(end, earliest, nxt.arrived_at, noise)
+    return wait_from(end, earliest, nxt.arrived_at, noise, noise.hop_back(prev), noise.hop_out(nxt))
 
 
 def decide(wait: Wait, low: float, high: float, resolution: float) -> Decision:

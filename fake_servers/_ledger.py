@@ -377,6 +377,7 @@ class _Store:
     connections: list[Connection] = field(default_factory=list)
     per_endpoint: dict[str, int] = field(default_factory=dict)
     lags: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    hops: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 class Ledger:
@@ -407,6 +408,12 @@ class Ledger:
         """Each lag probe's records, by source: (when a wake-up was due, when it came)."""
         with self._cond:
             return {source: tuple(rows) for source, rows in self._store.lags.items()}
+
+    def hops(self) -> dict[int, tuple[float, float]]:
+        """Each attempt's network hop, by its ``seq``: (its request's way out, its
+        response's way back), seconds measured outside every probed loop (0: unknown)."""
+        with self._cond:
+            return dict(self._store.hops)
 
     def wait_for(
         self,
@@ -525,6 +532,14 @@ class Ledger:
         """A lag probe's wake-up (``fake_servers._noise``); nobody waits on these."""
         with self._cond:
             self._store.lags.setdefault(source, []).append((due, woke))
+
+    def record_hop(self, seq: int, out: float = 0.0, back: float = 0.0) -> None:
+        """What attempt ``seq`` spent between the client's code and the server, each way
+        (a browser's network process: ``pytest_streamcheck._browser_network``); the
+        largest measurement of each way is kept."""
+        with self._cond:
+            was_out, was_back = self._store.hops.get(seq, (0.0, 0.0))
+            self._store.hops[seq] = (max(was_out, out), max(was_back, back))
 
     def _key(self, index: int) -> int:
         # The generation in the high bits lets a writer from before clear() go quiet.

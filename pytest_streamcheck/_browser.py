@@ -35,6 +35,7 @@ from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import PROBE_INTERVAL
 from pytest_streamcheck import _browser_host
+from pytest_streamcheck._browser_network import Entry, network_hops, parse_entries
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
 from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
 from pytest_streamcheck._exec_protocol import (
@@ -110,13 +111,33 @@ _EMIT = """(() => {
     const hit = network.find(([k, at]) => k === kind && at >= since);
     return hit === undefined ? null : hit[1];
   };
-  const take = (p) => { const rows = p.rows; p.rows = []; return [p.token, rows]; };
-  const send = (p) => { if (p.rows.length) window.__streamcheckEmit([], take(p)); };
+  const note = (p, entries) => {
+    for (const e of entries)
+      if (!e.name.startsWith(location.origin)) p.net.push(e.name, e.fetchStart, e.responseEnd);
+  };
+  const take = (p) => {
+    if (p.seen !== null) note(p, p.seen.takeRecords());
+    const rows = p.rows, net = p.net;
+    p.rows = []; p.net = [];
+    return [p.token, rows, net];
+  };
+  const send = (p) => {
+    if (p.rows.length || p.net.length) window.__streamcheckEmit([], take(p));
+  };
+  // The network hop (_browser_network): each finished request's Resource Timing entry,
+  // flat [url, fetchStart, responseEnd]; the page's own files are not the server's.
+  const watch = (p) => {
+    if (typeof PerformanceObserver !== "function") return null;
+    const seen = new PerformanceObserver((list) => note(p, list.getEntries()));
+    try { seen.observe({type: "resource"}); } catch (e) { return null; }
+    return seen;
+  };
   Object.defineProperty(window, "__streamcheckLag", {
     value: Object.freeze({
       start: (token, interval, every) => {
         if (probe !== null) return;
-        const p = probe = {token, rows: [], timer: 0, flusher: 0};
+        const p = probe = {token, rows: [], net: [], timer: 0, flusher: 0, seen: null};
+        p.seen = watch(p);
         let due = performance.now() + interval;
         const tick = () => {
           if (probe !== p) return;
@@ -143,7 +164,9 @@ _EMIT = """(() => {
         probe = null;
         if (p === null) return null;
         clearTimeout(p.timer); clearInterval(p.flusher);
-        return take(p);
+        const last = take(p);
+        if (p.seen !== null) p.seen.disconnect();
+        return last;
       },
     }),
     writable: false, configurable: false,
@@ -204,7 +227,7 @@ class BrowserAdapter(Peer):
         self._context: BrowserContext | None = None
         self._page: Page | None = None
         self._notes: deque[str] = deque(maxlen=200)  # console, page errors, the kit's notes
-        self._lock = threading.Lock()  # around changes to _streams (read on the browser's thread)
+        self._lock = threading.Lock()  # around _streams and _entries (the browser's thread)
         self._failure: str | None = None
         self._closed = False
         self._start_lock = asyncio.Lock()
@@ -218,6 +241,8 @@ class BrowserAdapter(Peer):
         self._lag_ledger: Ledger | None = None
         self._probe_offsets: dict[int, float] = {}
         self._probe_token = 0
+        # The page's Resource Timing entries since the last collect, with their offsets.
+        self._entries: list[tuple[Entry, float]] = []
         self._client_hosts: dict[str, int] = {}  # each client key's own host (``stream``)
 
     # -- identity --------------------------------------------------------------------
@@ -364,6 +389,7 @@ class BrowserAdapter(Peer):
                 "collecting the page's lag",
             )
             self._record_lag(rows)
+            self._record_network()
 
     async def evaluate(self, expression: str) -> Any:
         """Evaluate a JavaScript expression in the page (for tests and debugging)."""
@@ -477,20 +503,38 @@ class BrowserAdapter(Peer):
         self._record_lag(rows)
 
     def _record_lag(self, batch: Any) -> None:
-        """``[token, [due, woke, due, woke, ...]]`` in page milliseconds, into the ledger."""
+        """``[token, [due, woke, ...], [url, fetchStart, responseEnd, ...]]`` in page
+        milliseconds: the probe's rows into the ledger, the entries kept for
+        ``_record_network`` (their attempts may not have ended yet)."""
         ledger = self._lag_ledger
-        if ledger is None or not isinstance(batch, list) or len(batch) != 2:
+        if ledger is None or not isinstance(batch, list) or len(batch) not in (2, 3):
             return
-        token, rows = batch
+        token, rows, *entries = batch
         offset = self._probe_offsets.get(token) if isinstance(token, int) else None
         if offset is None or not isinstance(rows, list):
             return
+        if entries:
+            with self._lock:
+                self._entries.extend((e, offset) for e in parse_entries(entries[0]))
         latest = now()
         for i in range(0, len(rows) - 1, 2):
             due, woke = rows[i], rows[i + 1]
             if isinstance(due, int | float) and isinstance(woke, int | float):
                 row = on_kit_clock(due / 1000, woke / 1000, offset, latest)
                 ledger.record_lag(LAG_SOURCE, *row)
+
+    def _record_network(self) -> None:
+        """The network hop of every finished request so far, into the ledger by attempt."""
+        ledger = self._lag_ledger
+        with self._lock:
+            kept, self._entries = self._entries, []
+        if ledger is None or not kept:
+            return
+        attempts = ledger.attempts()
+        for offset in {o for _, o in kept}:
+            mine = [e for e, o in kept if o == offset]
+            for seq, out, back in network_hops(mine, attempts, offset, self.clock_error):
+                ledger.record_hop(seq, out, back)
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""

@@ -707,12 +707,16 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
         return Outcome.unsure(f"{HERD_CLIENTS} clients' reconnect delays", noisy)
     cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
     paths = {_herd_path(i) for i in range(HERD_CLIENTS)}
-    arrivals = [a.arrived_at for a in ev.attempts if a.path in paths and a.number == 2]
+    again = [a for a in ev.attempts if a.path in paths and a.number == 2]
     if not cuts:
         return Outcome.failed(f"{HERD_CLIENTS} streams cut at once", "no stream was open")
     # Every client's failure is the cut: the proxy drops all its connections in one go,
     # so the latest and earliest close bound each client's own failure moment.
-    delays = [wait_from(max(cuts), min(cuts), at, ev.noise) for at in arrivals]
+    # A cut has no way back to measure; each reconnect's own way out is its own.
+    delays = [
+        wait_from(max(cuts), min(cuts), a.arrived_at, ev.noise, out=ev.noise.hop_out(a))
+        for a in again
+    ]
     outcome = herd_outcome(delays, HERD_CLIENTS, spread)
     return replace(outcome, expected=outcome.expected + _range_note(policy))
 

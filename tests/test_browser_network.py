@@ -1,0 +1,129 @@
+"""The browser's network hop (docs/browser.md, "The network hop"): the page's Resource
+Timing entries paired with the server's records, as each attempt's hop out and back,
+and each wait between two attempts less their own hops. The pairing and the waits are
+pure and tested here; the last test runs it in Chromium."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from _records import request_record
+from browser_support import PAGES, need_chromium
+
+from conformance._runner import run_suite
+from conformance._timing import HOP_SOURCE, Noise, wait_between
+from fake_servers import Attempt, Ledger
+from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck._browser_network import Entry, network_hops, parse_entries
+
+HOST = "127.0.0.1:8123"
+URL = f"http://{HOST}/v1/stream"
+OFFSET = 100.0  # the page's clock minus the kit's
+
+
+def attempt(seq: int, arrived: float, ended: float | None, **fields: object) -> Attempt:
+    """A served GET of URL: a 200 the server completed, unless ``fields`` say otherwise."""
+    record = request_record(seq, headers=(("host", HOST),), arrived_at=arrived)
+    base: dict[str, object] = {"status": 200, "ended_at": ended, "end": "completed"}
+    return dataclasses.replace(record, **(base | fields))
+
+
+def entry(start: float, end: float, url: str = URL) -> Entry:
+    """An entry at kit times ``start`` and ``end``, on the page's clock."""
+    return Entry(url, start + OFFSET, end + OFFSET)
+
+
+def test_one_request_gives_its_way_out_and_its_way_in() -> None:
+    (hop,) = network_hops([entry(1.0, 1.5)], [attempt(7, 1.06, 1.4)], OFFSET, 0.002)
+    assert hop == (7, pytest.approx(0.058), pytest.approx(0.098))
+
+
+def test_the_clock_error_is_taken_off_so_a_hop_is_never_overstated() -> None:
+    """Within the error, the hop may be nothing: it is measured as none."""
+    hops = network_hops([entry(1.0, 1.5)], [attempt(1, 1.001, 1.499)], OFFSET, 0.005)
+    assert hops == [(1, 0.0, 0.0)]
+
+
+def test_a_redirect_or_a_stream_the_client_left_has_no_way_in() -> None:
+    for fields in ({"status": 307}, {"end": "client_closed"}, {"ended_at": None}):
+        hops = network_hops([entry(1.0, 1.5)], [attempt(1, 1.05, 1.4, **fields)], OFFSET, 0.0)
+        assert hops == [(1, pytest.approx(0.05), 0.0)], fields
+
+
+def test_overlapping_requests_to_one_url_are_not_paired() -> None:
+    """Two requests at once to one URL: which entry is which attempt is unknown."""
+    entries = [entry(1.0, 1.5), entry(1.2, 1.8), entry(3.0, 3.5)]
+    attempts = [attempt(1, 1.05, 1.4), attempt(2, 1.25, 1.7), attempt(3, 3.05, 3.4)]
+    hops = network_hops(entries, attempts, OFFSET, 0.0)
+    assert hops == [(3, pytest.approx(0.05), pytest.approx(0.1))]
+
+
+def test_an_entry_needs_exactly_one_attempt_inside_it() -> None:
+    none_inside = network_hops([entry(1.0, 1.5)], [attempt(1, 2.0, 2.1)], OFFSET, 0.0)
+    two_inside = network_hops(
+        [entry(1.0, 1.5)], [attempt(1, 1.1, 1.2), attempt(2, 1.3, 1.4)], OFFSET, 0.0
+    )
+    assert none_inside == two_inside == []
+
+
+def test_other_urls_and_hosts_are_other_requests() -> None:
+    entries = [entry(1.0, 1.5, f"http://{HOST}/other"), entry(1.0, 1.5, "http://x:1/v1/stream")]
+    assert network_hops(entries, [attempt(1, 1.05, 1.4)], OFFSET, 0.0) == []
+    query = dataclasses.replace(attempt(1, 1.05, 1.4), query="a=1")
+    assert len(network_hops([entry(1.0, 1.5, URL + "?a=1")], [query], OFFSET, 0.0)) == 1
+
+
+def test_an_early_arrival_is_no_hop() -> None:
+    """Clocks a little apart can put the arrival before the fetch: the hop is zero."""
+    assert network_hops([entry(1.0, 1.5)], [attempt(1, 0.999, 1.6)], OFFSET, 0.002) == [
+        (1, 0.0, 0.0)
+    ]
+
+
+def test_a_wait_is_less_its_own_hops_and_no_one_elses() -> None:
+    """The failure's way back and the retry's way out come off the client's least wait,
+    the way out off its most too; another attempt's hop (a herd's queue) changes nothing."""
+    failed, retry = attempt(1, 1.0, 1.01, status=503), attempt(2, 1.31, 1.32)
+    loops = {"server": [(t / 100, t / 100) for t in range(200)]}
+    plain = wait_between(failed, retry, Noise.from_ledger(loops))
+    hops = {1: (0.0, 0.1), 2: (0.05, 0.0), 9: (0.4, 0.4)}
+    hopped = wait_between(failed, retry, Noise.from_ledger(loops, hops=hops))
+    assert hopped.measured == plain.measured
+    assert hopped.least == pytest.approx(plain.least - 0.15)
+    assert hopped.most == pytest.approx(plain.most - 0.05)
+    others = wait_between(failed, retry, Noise.from_ledger(loops, hops={9: (0.4, 0.4)}))
+    assert others == plain
+
+
+def test_hops_are_reported_beside_the_loops_but_are_not_a_loop() -> None:
+    ledger = Ledger()
+    ledger.record_lag("server", 1.0, 1.002)
+    ledger.record_hop(3, out=0.02)
+    ledger.record_hop(3, out=0.01, back=0.03)  # the largest of each way is kept
+    assert ledger.hops() == {3: (0.02, 0.03)}
+    noise = Noise.from_ledger(ledger.lags(), hops=ledger.hops())
+    assert HOP_SOURCE not in noise.summary()  # what decides overload and noisy herds
+    assert noise.worst_p99() == pytest.approx(0.002)
+    assert noise.report()[HOP_SOURCE]["samples"] == 2
+    assert "network hop p99 30.0 ms" in noise.headline()
+    assert noise.to_json()["hops"] == {"3": [0.02, 0.03]}
+
+
+def test_parsing_keeps_whole_entries_and_drops_the_rest() -> None:
+    flat = [URL, 1000, 1500, "u", "x", 2, 7, 1, 2, URL, 0, 5, URL, 3000, 2000, URL, True, 9]
+    assert parse_entries(flat) == [Entry(URL, 1.0, 1.5)]
+    assert parse_entries([URL, 1000.0, 1500.5, URL]) == [Entry(URL, 1.0, 1.5005)]
+    for bad in (None, "x", {}, [URL, 1]):
+        assert parse_entries(bad) == []
+
+
+def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
+    need_chromium()
+    (result,) = run_suite(lambda: BrowserAdapter(PAGES / "tiny.html"), select=["SC-SSE-1"], lanes=1)
+    assert result.evidence is not None, result.reason
+    seqs = {a.seq for a in result.evidence.attempts}
+    hops = result.evidence.noise.hops
+    assert hops, result.evidence.noise.to_json()
+    assert set(hops) <= seqs, (hops, seqs)
+    assert result.evidence.noise.report()[HOP_SOURCE]["samples"] >= 1
