@@ -42,6 +42,7 @@ from conformance.cases.stall import (
     abandoned_in_window,
     kept_through_silence,
     last_activity,
+    received_by,
     stalled_state_before_close,
 )
 from fake_servers import Attempt, Connection, SentEvent
@@ -190,6 +191,43 @@ class TestAbandonedInWindow:
         """A close later than timeout + interval + the quiet path floor fails."""
         a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY + PATH_FLOOR + 0.01)
         assert failed(abandoned_in_window(a, SHORT, QUIET))
+
+    def test_bytes_that_reached_the_client_late_count_from_its_delivery(self):
+        """A browser's bytes crossed its network process 0.11 s after the server sent
+        them (SC-STALL-4 in CI): a close timed from the page's delivery is no FAIL, but
+        undecidable (when the client had the bytes is known to 0.11 s: re-judged at a
+        coarser scale), and one delivered at once passes."""
+        sent, delivered = 0.05, 0.16
+        a = attempt(events=[(1, sent), (2, sent)], ended=delivered + T + EVERY / 2)
+        ev = evidence([a], chunks(1, 2, at=delivered - 0.001))
+        received = received_by(ev, a, SHORT, "s1")
+        assert received == pytest.approx(delivered)
+        assert failed(abandoned_in_window(a, SHORT, QUIET))  # from the server's stamp
+        assert abandoned_in_window(a, SHORT, QUIET, received).undecidable
+        prompt = attempt(events=[(1, sent), (2, sent)], ended=sent + T + EVERY / 2)
+        ev = evidence([prompt], chunks(1, 2, at=sent + 0.001))
+        assert abandoned_in_window(prompt, SHORT, QUIET, received_by(ev, prompt, SHORT, "s1")).ok
+
+    def test_a_late_close_still_fails_from_the_delivery(self):
+        """The delivery bounds when the client had the bytes: a close a whole interval
+        late from it is still a FAIL, and one too early is judged from the server."""
+        a = attempt(events=[(1, 0.05), (2, 0.05)], ended=0.16 + T + EVERY + PATH_FLOOR + 0.02)
+        ev = evidence([a], chunks(1, 2, at=0.159))
+        assert failed(abandoned_in_window(a, SHORT, QUIET, received_by(ev, a, SHORT, "s1")))
+        early = attempt(events=[(1, 0.05), (2, 0.05)], ended=0.05 + T - 2 * LOWER_FLOOR)
+        ev = evidence([early], chunks(1, 2, at=0.06))
+        assert failed(abandoned_in_window(early, SHORT, QUIET, received_by(ev, early, SHORT, "s1")))
+
+    def test_the_delivery_counts_only_for_the_send_that_reset_the_timer(self):
+        """A chunk missing, a keepalive after the data (rule "bytes"), or a later attempt:
+        when the client had the last byte is not known from the deliveries."""
+        a = attempt(events=[(1, 0.05), (2, 0.06)], ended=1.0)
+        assert received_by(evidence([a], chunks(1, at=0.2)), a, SHORT, "s1") is None
+        kept = attempt(events=[(1, 0.05)], comments=[0.1], ended=1.0)
+        assert received_by(evidence([kept], chunks(1, at=0.2)), kept, SHORT, "s1") is None
+        second = attempt(2, events=[(1, 0.05)], ended=1.0)
+        ev = evidence([a, second], chunks(1, 2, at=0.2))
+        assert received_by(ev, second, SHORT, "s1") is None
 
     def test_never_closed_fails(self):
         """A silent connection the client never closed fails."""
