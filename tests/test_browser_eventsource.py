@@ -67,7 +67,9 @@ def test_a_retry_field_sets_the_reconnection_time(native) -> None:
         lane.run(adapter.reset())
         lane.run(adapter.stream(*open_stream(server.url, DeliveryLog())), timeout=20)
         (gap,) = _gaps(server)
-    assert 0.4 <= gap < 0.7
+    # From the server's end stamp, which trails the close it records by its loop's lag
+    # (a quiet run: 0.3996 s): 10 ms below the hint is that, a 3 s default is not.
+    assert 0.39 <= gap < 0.7, gap
 
 
 def test_a_status_fails_the_connection_for_good(native) -> None:

@@ -152,6 +152,34 @@ class TestCommit:
         ]
         assert not judge("SC-COMMIT-5", atts, [*chunks(1, 2, 1, 2, 3, 4, 5, 6), done()])
 
+    def test_a_first_attempt_the_kit_answered_too_late_is_undecidable(self):
+        """CI: a loaded worker's server read the request 0.2 s after the connect, the
+        reference's first-chunk timer fired before any data, and it retried: before the
+        commit, so allowed; the case's premise failed, not the client."""
+        timeout = PIPELINE.first_chunk_timeout
+        assert timeout is not None
+        late = [
+            attempt(1, 200, [], arrived=0.197, ended=0.208, end="client_closed"),
+            attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.22),
+        ]
+        connecting = Delivery("s1", "state", 0.001, state="connecting")
+        deliveries = [connecting, *chunks(1, 2, 3, 4, 5, 6), done()]
+        outcome = check("SC-COMMIT-5", late, deliveries, PIPELINE)
+        assert outcome.undecidable, outcome
+        assert "without a data event" in outcome.observed
+
+    def test_a_client_that_leaves_before_its_timeouts_is_still_judged(self):
+        """Leaving the first attempt sooner than any of its timeouts is no premise the
+        kit broke: the retry after it is judged (and here fails)."""
+        hasty = [
+            attempt(1, 200, [1, 2], arrived=0.01, ended=0.02, end="client_closed"),
+            attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.05),
+        ]
+        connecting = Delivery("s1", "state", 0.001, state="connecting")
+        assert not judge("SC-COMMIT-5", hasty, [connecting, *chunks(1, 2), done()], PIPELINE)
+        no_data = [replace(hasty[0], events=()), hasty[1]]
+        assert not judge("SC-COMMIT-5", no_data, [connecting, *chunks(1, 2), done()], PIPELINE)
+
     def test_a_truncation_reported_as_done_fails(self):
         """A stream missing its terminal event must not be reported complete."""
         atts = [attempt(1, 200, [1, 2, 3, 4, 5, 6])]

@@ -24,7 +24,7 @@ from conformance._checks import (
 from conformance._evidence import Evidence
 from conformance.cases._common import Row, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
-from fake_servers import Ending, Fault, Step, Stream
+from fake_servers import Attempt, Ending, Fault, Step, Stream
 
 LIBRARY = "seeds/002 §Streaming responses (the commit point)"
 RESUME_SOURCE = "WHATWG HTML §9.2 (Last-Event-ID); seeds/002 (never repeat delivered data)"
@@ -60,10 +60,46 @@ def _single_attempt(ev: Evidence) -> Outcome:
     )
 
 
+def left_before_the_commit(ev: Evidence, policy: ClientPolicy) -> Outcome | None:
+    """Undecidable when the kit broke the case's premise: the client left the first
+    attempt before the server sent it any data, and only after the shortest timeout
+    that can govern it (connect, first chunk, stall) had run from its own "connecting"
+    state. A loaded server that takes 0.2 s to read the request (a CI worker) lets a
+    correct client's first-chunk timer fire: its retry is then before the commit, and
+    allowed. Re-judged at a coarser scale, where the timeouts are longer; None when
+    the premise held (or the client left sooner than any timeout allows)."""
+    first = ev.attempts[0] if ev.attempts else None
+    if first is None or first.end != "client_closed" or first.ended_at is None:
+        return None
+    if any(e.at < first.ended_at for e in first.data_events):
+        return None
+    began = next((d.at for d in ev.of("s1") if d.kind == "state"), first.arrived_at)
+    timeouts = [policy.connect_timeout, policy.stall_timeout]
+    if policy.first_chunk_timeout is not None:
+        timeouts.append(policy.first_chunk_timeout)
+    waited = first.ended_at - began
+    if waited < min(timeouts):
+        return None
+    return Outcome.unsure(
+        "a first chunk on the first attempt, before its failure (the case's premise)",
+        f"the client left attempt {first.seq} after {waited:.3f}s without a data event (the "
+        f"server's first came {_first_data(first)}): its timeout, not the kit's failure",
+        ev.noise.headline(),
+    )
+
+
+def _first_data(attempt: Attempt) -> str:
+    events = attempt.data_events
+    ended = attempt.ended_at or attempt.arrived_at
+    return f"{events[0].at - ended:+.3f}s after it left" if events else "never"
+
+
 def _surfaced_after(
     count: int, kinds: tuple[str, ...] | None = None
 ) -> Callable[[Evidence, ClientPolicy], Outcome]:
     def check(ev: Evidence, policy: ClientPolicy) -> Outcome:
+        if (premise := left_before_the_commit(ev, policy)) is not None:
+            return premise
         first = [e.data for e in ev.attempts[0].data_events][:count] if ev.attempts else []
         return all_of(
             _single_attempt(ev),
@@ -210,4 +246,4 @@ register_row(
     post_id="SC-COMMIT-18",
 )
 
-__all__: list[str] = []
+__all__ = ["left_before_the_commit"]
