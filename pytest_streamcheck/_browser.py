@@ -39,6 +39,7 @@ from pytest_streamcheck._browser_network import Entry, network_hops, parse_entri
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
 from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
 from pytest_streamcheck._exec_protocol import (
+    HELLO_TIMEOUT,
     PROTOCOL_VERSION,
     REPLIES,
     ProtocolError,
@@ -201,7 +202,7 @@ class BrowserAdapter(Peer):
         page: Path | None,
         *,
         executable: str | None = None,
-        hello_timeout: float = 10.0,
+        hello_timeout: float = HELLO_TIMEOUT,
         command_timeout: float = 10.0,
         native: str = NATIVE_PAGE,
     ) -> None:

@@ -12,8 +12,9 @@ from pytest_streamcheck._targets import TargetError
 __all__ = ["browser_factory"]
 
 
-def browser_factory(spec: str) -> Callable[[], ClientAdapter]:
-    """A factory of browser adapters for ``browser:SPEC``.
+def browser_factory(spec: str, hello_timeout: float | None = None) -> Callable[[], ClientAdapter]:
+    """A factory of browser adapters for ``browser:SPEC`` (``hello_timeout``: seconds
+    to open the page and hear its hello; None: the adapter's default).
 
     Raises:
         TargetError: no page at SPEC, or no Playwright or Chromium (saying how to get them).
@@ -40,6 +41,9 @@ def browser_factory(spec: str) -> Callable[[], ClientAdapter]:
         executable = find_chromium()
     except BrowserMissing as exc:
         raise TargetError(f"browser:{spec}: {exc}") from None
+    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
+
+    hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
     if page is not None:
-        return lambda: BrowserAdapter(page, executable=executable)
-    return lambda: BrowserAdapter(None, executable=executable, native=native)
+        return lambda: BrowserAdapter(page, executable=executable, hello_timeout=hello)
+    return lambda: BrowserAdapter(None, executable=executable, native=native, hello_timeout=hello)

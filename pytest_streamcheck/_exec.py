@@ -37,6 +37,7 @@ from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from pytest_streamcheck._exec_protocol import (
+    HELLO_TIMEOUT,
     LAG_EVENT,
     PROTOCOL_VERSION,
     REPLIES,
@@ -120,7 +121,7 @@ class ExecAdapter(Peer):
         self,
         argv: Sequence[str],
         *,
-        hello_timeout: float = 10.0,
+        hello_timeout: float = HELLO_TIMEOUT,
         command_timeout: float = 10.0,
         env: Mapping[str, str] | None = None,
         stream_timeout: float | None = None,

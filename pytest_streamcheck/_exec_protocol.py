@@ -12,6 +12,7 @@ from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
 from conformance._evidence import ERROR_KINDS, ErrorKind
 
 __all__ = [
+    "HELLO_TIMEOUT",
     "LAG_EVENT",
     "PROTOCOL_VERSION",
     "REPLIES",
@@ -31,6 +32,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+# Seconds a client has to start and answer ``hello`` (an exec process, a browser page),
+# unless --streamcheck-hello-timeout says otherwise.
+HELLO_TIMEOUT: Final = 10.0
 
 Reply = Literal["hello", "configured", "reset"]
 StreamEventType = Literal["chunk", "comment", "state", "error", "done", "log"]

@@ -23,7 +23,9 @@ class StreamcheckSession:
         self.cases = all_cases()
         catalog = [case.id for case in self.cases]
         self.known: KnownFailures = parse_known_failures(settings.known_failures, catalog)
-        self.factory = load_target(settings.target, seed=settings.seed)
+        self.factory = load_target(
+            settings.target, seed=settings.seed, hello_timeout=settings.hello_timeout
+        )
         self.results: list[CaseResult] = []
         self.selected: frozenset[str] | None = None  # ids named as streamcheck::ID
         self.keyword: str | None = None  # -k, -m: how the run chose its cases

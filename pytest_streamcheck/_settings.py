@@ -73,6 +73,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "hard time limit per case in seconds (default 60)",
     ),
     (
+        "--streamcheck-hello-timeout",
+        "streamcheck_hello_timeout",
+        "seconds an exec: client or a browser: page has to start and answer hello "
+        "(default 10); a client that does not is one ERROR for the run",
+    ),
+    (
         "--streamcheck-lanes",
         "streamcheck_lanes",
         f"cases played at once, each with its own server, proxy and client (default "
@@ -103,6 +109,7 @@ METAVARS = {
     "--streamcheck-known-failures": "PATH",
     "--streamcheck-seed": "N",
     "--streamcheck-timeout": "SECONDS",
+    "--streamcheck-hello-timeout": "SECONDS",
     "--streamcheck-lanes": "N",
     "--streamcheck-certify": "DIR",
 }
@@ -125,6 +132,7 @@ class Settings:
     lanes: int = DEFAULT_LANES  # cases played at once (conformance._lanes)
     certify: Path | None = None  # --streamcheck-certify: the bundle's directory
     wire_format: str | None = None  # None: the client's declared one, else by path
+    hello_timeout: float | None = None  # None: the adapters' own HELLO_TIMEOUT
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -161,6 +169,10 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes"), config),
         certify=_path(_value(config, "--streamcheck-certify", "streamcheck_certify")),
         wire_format=_wire_format(_value(config, "--streamcheck-format", "streamcheck_format")),
+        hello_timeout=_optional_positive(
+            _value(config, "--streamcheck-hello-timeout", "streamcheck_hello_timeout"),
+            "--streamcheck-hello-timeout",
+        ),
     )
 
 
@@ -266,3 +278,7 @@ def _positive(raw: str | None, default: float, name: str) -> float:
     if not (math.isfinite(value) and value > 0):  # nan and inf too: a deadline must be real
         raise pytest.UsageError(f"{name}: expected a positive number of seconds, got {raw!r}")
     return value
+
+
+def _optional_positive(raw: str | None, name: str) -> float | None:
+    return None if raw is None else _positive(raw, 0.0, name)

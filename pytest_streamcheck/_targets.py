@@ -37,8 +37,12 @@ class TargetError(ValueError):
     """A TARGET that cannot be loaded; the message says why and what is valid."""
 
 
-def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
-    """A factory for the adapter TARGET names; nothing is started yet."""
+def load_target(
+    target: str, *, seed: int = 0, hello_timeout: float | None = None
+) -> Callable[[], ClientAdapter]:
+    """A factory for the adapter TARGET names; nothing is started yet. ``hello_timeout``:
+    seconds an ``exec:`` process or a ``browser:`` page has to start and answer hello
+    (None: ``HELLO_TIMEOUT``); a Python factory starts its own client."""
     target = target.strip()
     if not target:
         raise TargetError("empty --streamcheck target; " + describe_targets())
@@ -54,12 +58,14 @@ def load_target(target: str, *, seed: int = 0) -> Callable[[], ClientAdapter]:
         if not argv:
             raise TargetError("exec: needs a command, e.g. exec:node client.mjs")
         from pytest_streamcheck._exec import ExecAdapter
+        from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
 
-        return lambda: ExecAdapter(argv)
+        hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
+        return lambda: ExecAdapter(argv, hello_timeout=hello)
     if target.startswith("browser:"):
         from pytest_streamcheck._browser_target import browser_factory
 
-        return browser_factory(target[len("browser:") :])
+        return browser_factory(target[len("browser:") :], hello_timeout)
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if target in registered:
         return _factory(registered[target].load(), target, seed)

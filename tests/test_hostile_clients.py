@@ -28,7 +28,7 @@ from plugin_targets._pytester import PLAIN, prepare
 import conformance._runner as runner_module
 
 CLIENTS = Path(__file__).parent / "exec_clients"
-HELLO = 10.0  # the exec adapter's hello timeout, which the runner does not change
+HELLO = 2.0  # the hello timeout these runs set (--streamcheck-hello-timeout; default 10 s)
 # What "bounded" means for a few cases on a loaded 2-core machine: generous, yet far
 # below what each finding cost before its fix (noted at each test).
 QUICK = 12.0
@@ -207,9 +207,10 @@ def test_a_client_that_never_says_hello_costs_one_hello_timeout(
     """One hello timeout for the run, not one per case (10.5 s a case, 24 minutes for
     the suite, before the client was tried once)."""
     cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
-    run = run_cases(pytester, exec_target("silent_hello.py"), *cases)
+    hello = f"--streamcheck-hello-timeout={HELLO}"
+    run = run_cases(pytester, exec_target("silent_hello.py"), *cases, extra=(hello,))
     run.result.assert_outcomes(errors=3)
-    assert "did not answer `hello` within 10.0s" in run.reason("SC-RETRY-1")
+    assert f"did not answer `hello` within {HELLO:.1f}s" in run.reason("SC-RETRY-1")
     assert run.reason("SC-RETRY-13").startswith("the client did not start")
     assert run.result.ret == pytest.ExitCode.TESTS_FAILED
     assert run.seconds < HELLO + QUICK, run.seconds
@@ -246,9 +247,9 @@ def test_a_restart_that_never_says_hello_costs_one_hello_timeout(
     marker = pytester.path / "ran-once"
     cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
     target = exec_target("crash_then_refuse.py", str(marker), "silent")
-    run = run_cases(pytester, target, *cases)
+    run = run_cases(pytester, target, *cases, extra=(f"--streamcheck-hello-timeout={HELLO}",))
     run.result.assert_outcomes(errors=3)
-    assert "did not answer `hello` within 10.0s" in run.reason("SC-RETRY-1")
+    assert f"did not answer `hello` within {HELLO:.1f}s" in run.reason("SC-RETRY-1")
     assert run.reason("SC-RETRY-13").startswith("not run: the client could not be restarted")
     assert run.seconds < HELLO + QUICK, run.seconds
 

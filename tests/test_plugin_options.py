@@ -41,6 +41,7 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_verdicts": ("true", True),
     "streamcheck_certify": ("out/bundle", Path("out/bundle")),
     "streamcheck_format": ("anthropic", "anthropic"),
+    "streamcheck_hello_timeout": ("1.5", 1.5),
 }
 FIELDS = {
     "streamcheck": "target",
@@ -56,6 +57,7 @@ FIELDS = {
     "streamcheck_verdicts": "verdicts",
     "streamcheck_certify": "certify",
     "streamcheck_format": "wire_format",
+    "streamcheck_hello_timeout": "hello_timeout",
 }
 
 
@@ -161,6 +163,7 @@ BAD: list[tuple[str, str, str]] = [
     ("streamcheck_timeout", "-1", "expected a positive number of seconds, got '-1'"),
     ("streamcheck_timeout", "nan", "expected a positive number of seconds, got 'nan'"),
     ("streamcheck_timeout", "inf", "expected a positive number of seconds, got 'inf'"),
+    ("streamcheck_hello_timeout", "0", "expected a positive number of seconds, got '0'"),
     ("streamcheck_lanes", "0", "--streamcheck-lanes: expected a whole number of cases at once"),
     ("streamcheck_lanes", "2.5", "(1 or more), got '2.5'"),
     ("streamcheck_profile", ",", "--streamcheck-profile: no profile in ',', so no transport"),

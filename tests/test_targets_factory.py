@@ -8,6 +8,7 @@ import types
 from typing import Any
 
 import pytest
+from browser_support import need_chromium
 
 from pytest_streamcheck._reference import ReferenceAdapter
 from pytest_streamcheck._targets import load_target
@@ -58,3 +59,17 @@ def test_the_node_targets_say_how_to_install(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--streamcheck=eventsource")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*python -m pytest_streamcheck.clients.node install*"])
+
+
+def test_the_hello_timeout_reaches_exec_and_browser_adapters() -> None:
+    """--streamcheck-hello-timeout: an exec process's and a page's time to say hello."""
+    from pytest_streamcheck._exec import ExecAdapter
+    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
+
+    adapter = load_target("exec:true", hello_timeout=1.5)()
+    assert isinstance(adapter, ExecAdapter)
+    assert adapter.hello_timeout == 1.5
+    assert getattr(load_target("exec:true")(), "hello_timeout", None) == HELLO_TIMEOUT
+    need_chromium()
+    page = load_target("browser:eventsource", hello_timeout=2.5)()
+    assert getattr(page, "hello_timeout", None) == 2.5
