@@ -107,9 +107,22 @@ def _matrix(**changes: object) -> PolicyChange:
 
 @dataclass(frozen=True)
 class Expectation:
-    cases: str  # a -k expression selecting the cases that must catch the mutant
+    cases: str  # "SC-X-1 or SC-X-2": exactly the cases that must catch the mutant
     profile: str = "seed-eventsource,seed-fetch"
     level: str = "MUST"  # SHOULD: caught as NON-STRICT, failing only under --strict
+
+    def __post_init__(self) -> None:
+        from conformance import all_cases
+
+        known = {case.id for case in all_cases()}
+        unknown = [case for case in self.ids if case not in known]
+        if unknown:
+            raise ValueError(f"the zoo names cases the catalog lacks: {unknown}")
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The case ids, each selected exactly (as -k, "SC-SSE-1" would match SC-SSE-10..19)."""
+        return tuple(case.strip() for case in self.cases.split(" or "))
 
 
 def _gather() -> dict[str, Expectation]:
