@@ -140,6 +140,12 @@ class Evidence:
         """The first ``done`` or ``error`` of the stream, if any."""
         return next((d for d in self.of(stream) if d.kind in ("done", "error")), None)
 
+    @property
+    def timer_fired(self) -> bool:
+        """The client's own silence timer fired (a "stalled" state or error): what it
+        then did may answer the kit's lateness, not the script."""
+        return any(d.state == "stalled" or d.error == "stalled" for d in self.deliveries)
+
     def states(self, stream: str = "s1") -> tuple[str, ...]:
         return tuple(d.state or "" for d in self.of(stream) if d.kind == "state")
 

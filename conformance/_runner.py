@@ -850,17 +850,10 @@ def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
     arrives cut still FAILs."""
     if outcome.ok or outcome.undecidable or outcome.sure:
         return outcome
-    why = evidence.noise.overloaded() if ran_out or _timer_fired(evidence) else None
+    why = evidence.noise.overloaded() if ran_out or evidence.timer_fired else None
     if why is None:
         return outcome
     return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")
-
-
-def _timer_fired(evidence: Evidence) -> bool:
-    """The client's own silence timer fired: on a silence the script did not play, or on
-    one it did, where the check times that timer (SC-STALL-4 failed the reference in an
-    xdist worker at a p99 lag of 300 ms: "closed after 0.444 s" against 0.333 s)."""
-    return any(d.state == "stalled" or d.error == "stalled" for d in evidence.deliveries)
 
 
 def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:

@@ -109,6 +109,18 @@ class TestNoRetry:
         assert not outcome.ok
         assert "neither done nor an error" in outcome.observed
 
+    def test_a_retry_after_the_clients_own_timer_is_not_sure(self):
+        """A 400 retried is a sure FAIL, unless the client's silence timer fired first
+        (a starved server's late answer): then the runner weighs the kit's noise."""
+        atts = [attempt(1, 400), attempt(2, 400, arrived=0.5)]
+        plain = check("SC-RETRY-2", atts, [error("non_retryable_status", 400)])
+        assert not plain.ok
+        assert plain.sure
+        stalled = Delivery("s1", "state", 0.23, state="stalled")
+        timed = check("SC-RETRY-2", atts, [stalled, error("non_retryable_status", 400)])
+        assert not timed.ok
+        assert not timed.sure
+
 
 class TestRetriedUntilSuccess:
     ok: ClassVar[list[Attempt]] = [

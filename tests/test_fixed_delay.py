@@ -20,7 +20,7 @@ PROFILE = MUTANTS["fixed_delay"].profile
 def verdicts(pytester: pytest.Pytester, target: str) -> dict[tuple[str, str], dict[str, Any]]:
     """Run the three cases against ``target``; each (case, profile) row of the JSON report."""
     report = pytester.path / "report.json"
-    run_suite(pytester, target, SELECTION, PROFILE, f"--streamcheck-report={report}")
+    run_suite(pytester, target, CASES, PROFILE, f"--streamcheck-report={report}")
     data = json.loads(Path(report).read_text(encoding="utf-8"))
     return {(row["id"], row["profile"]): row for row in data["cases"]}
 
