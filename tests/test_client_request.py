@@ -129,14 +129,15 @@ async def test_a_bad_location_fails_without_a_retry(fake_server: FakeServer) -> 
 
 @pytest.mark.asyncio
 async def test_a_slow_redirect_chain_is_not_silence(fake_server: FakeServer) -> None:
-    """Four redirects, each head 0.15 s in coming: 0.6 s in all against a 0.4 s stall
+    """Six redirects, each head 0.15 s in coming: 0.9 s in all against a 0.6 s stall
     timeout. Each head is bytes (idle rule "bytes"): the chain is followed, not stalled.
-    CI's loaded workers once took the 20-redirect chain below for a stall."""
-    hops = ["/v1/a", "/v1/b", "/v1/c", "/v1/d"]
+    CI's loaded workers once took the 20-redirect chain below for a stall, and a 0.4 s
+    timeout here once saw one head 0.25 s later than scripted (a loaded worker)."""
+    hops = ["/v1/a", "/v1/b", "/v1/c", "/v1/d", "/v1/e", "/v1/f"]
     for here, there in zip(hops, [*hops[1:], "/s"], strict=True):
         fake_server.script(here, Respond(status=307, headers=(("location", there),), delay=0.15))
     fake_server.script("/s", Stream(events=3))
-    patient = policy(stall_timeout=0.4, stall_check_interval=0.05, idle_rule="bytes")
+    patient = policy(stall_timeout=0.6, stall_check_interval=0.05, idle_rule="bytes")
     async with make_client(patient) as client:
         events, error = await drain(client.stream(fake_server.url + hops[0]))
     assert error is None
