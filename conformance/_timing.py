@@ -237,6 +237,19 @@ class Noise:
             f"{ms(OVERLOAD_P99)}): no failure is sure"
         )
 
+    def held_in_transit(self) -> str | None:
+        """Why a request or response was held outside every loop for longer than a
+        starved kit loop's p99 (``OVERLOAD_P99``), or None: a browser's network process
+        held one 2.1 s on a loaded machine, and the client's own silence timer rightly
+        gave up on it (``Noise.hops``)."""
+        worst = max((max(pair) for pair in self.hops.values()), default=0.0)
+        if worst <= OVERLOAD_P99:
+            return None
+        return (
+            f"a request or response was held {ms(worst)} on its way (the network hop, "
+            f"above {ms(OVERLOAD_P99)}): no failure that timer decided is sure"
+        )
+
     def headline(self) -> str:
         """One line for failure texts: each loop's p99 and worst lag."""
         if not self.measured:

@@ -118,6 +118,24 @@ def test_parsing_keeps_whole_entries_and_drops_the_rest() -> None:
         assert parse_entries(bad) == []
 
 
+def test_a_timer_failure_behind_a_held_request_is_undecidable() -> None:
+    """SC-RETRY-4 on a loaded machine: the page's POST took 2.1 s to reach the server, the
+    page's own stall timer gave up and retried (a 401 twice). With the kit's loops quiet,
+    that hop makes the FAIL undecidable; without a timer that fired, the FAIL stands."""
+    from conformance import Delivery, Evidence, Outcome
+    from conformance._runner import _sure
+
+    held = Noise.from_ledger({"server": [(1.0, 1.001)]}, hops={1: (2.1, 0.0)})
+    assert held.held_in_transit() is not None
+    assert Noise.from_ledger({}, hops={1: (0.05, 0.02)}).held_in_transit() is None
+    failed = Outcome.failed("exactly 1 request for a 401", "2 requests")
+    stalled = (Delivery("s1", "state", 1.5, state="stalled"),)
+    timed = Evidence((attempt(1, 2.1, 2.2),), (), stalled, noise=held)
+    assert _sure(failed, timed, ran_out=False).undecidable
+    untimed = Evidence((attempt(1, 2.1, 2.2),), (), (), noise=held)
+    assert not _sure(failed, untimed, ran_out=False).undecidable
+
+
 def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     need_chromium()
     (result,) = run_suite(lambda: BrowserAdapter(PAGES / "tiny.html"), select=["SC-SSE-1"], lanes=1)
