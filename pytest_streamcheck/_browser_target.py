@@ -7,14 +7,15 @@ from pathlib import Path
 
 from conformance._adapter import ClientAdapter
 from pytest_streamcheck._browser_host import BrowserMissing, find_chromium
+from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
 from pytest_streamcheck._targets import TargetError
 
 __all__ = ["browser_factory"]
 
 
-def browser_factory(spec: str, hello_timeout: float | None = None) -> Callable[[], ClientAdapter]:
+def browser_factory(spec: str, hello_timeout: float = HELLO_TIMEOUT) -> Callable[[], ClientAdapter]:
     """A factory of browser adapters for ``browser:SPEC`` (``hello_timeout``: seconds
-    to open the page and hear its hello; None: the adapter's default).
+    to open the page and hear its hello).
 
     Raises:
         TargetError: no page at SPEC, or no Playwright or Chromium (saying how to get them).
@@ -41,9 +42,8 @@ def browser_factory(spec: str, hello_timeout: float | None = None) -> Callable[[
         executable = find_chromium()
     except BrowserMissing as exc:
         raise TargetError(f"browser:{spec}: {exc}") from None
-    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
-
-    hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
     if page is not None:
-        return lambda: BrowserAdapter(page, executable=executable, hello_timeout=hello)
-    return lambda: BrowserAdapter(None, executable=executable, native=native, hello_timeout=hello)
+        return lambda: BrowserAdapter(page, executable=executable, hello_timeout=hello_timeout)
+    return lambda: BrowserAdapter(
+        None, executable=executable, native=native, hello_timeout=hello_timeout
+    )

@@ -43,6 +43,9 @@ def load_target(
     """A factory for the adapter TARGET names; nothing is started yet. ``hello_timeout``:
     seconds an ``exec:`` process or a ``browser:`` page has to start and answer hello
     (None: ``HELLO_TIMEOUT``); a Python factory starts its own client."""
+    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
+
+    hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
     target = target.strip()
     if not target:
         raise TargetError("empty --streamcheck target; " + describe_targets())
@@ -58,14 +61,12 @@ def load_target(
         if not argv:
             raise TargetError("exec: needs a command, e.g. exec:node client.mjs")
         from pytest_streamcheck._exec import ExecAdapter
-        from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
 
-        hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
         return lambda: ExecAdapter(argv, hello_timeout=hello)
     if target.startswith("browser:"):
         from pytest_streamcheck._browser_target import browser_factory
 
-        return browser_factory(target[len("browser:") :], hello_timeout)
+        return browser_factory(target[len("browser:") :], hello)
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if target in registered:
         return _factory(registered[target].load(), target, seed)
