@@ -367,7 +367,13 @@ def test_a_million_event_response_never_stalls_the_others(server: FakeServer, st
     assert not reader.is_alive()
     served = [a.ended_at - a.arrived_at for a in small if a.ended_at is not None]
     assert len(served) == 10
-    assert max(served) < 0.25, f"a request on another path took {max(served):.3f} s"
+    # The bug guarded blocked the loop for the whole plan (34 s). A starved xdist worker
+    # once held one of the ten 0.54 s (the others under 0.04 s), so the typical request
+    # is judged by the median and a lone outlier only by a bound far below the bug's.
+    served.sort()
+    typical = (served[4] + served[5]) / 2
+    assert typical < 0.25, f"half the requests on another path took over {typical:.3f} s"
+    assert served[-1] < 3.0, f"a request on another path took {served[-1]:.3f} s"
     big = server.ledger.attempts("/big")[0]
     assert big.end is None or big.end == "client_closed"  # still playing when the test ended
 
