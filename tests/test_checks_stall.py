@@ -322,6 +322,37 @@ class TestKeptThroughSilence:
         ev = evidence([a], [*chunks(1, 2), stalled_error(0.5)])
         assert not kept_through_silence(ev, policy).ok
 
+    def test_keepalives_a_starved_client_loop_held_unread_leave_it_undecidable(self):
+        """CI: the adapter's loop starved beside three other workers, its tick ran
+        before the read it delayed, and the reference left a stream the server kept
+        alive every 0.15 s. A loop late by the whole stretch it missed can hide the
+        sends: undecidable, and re-judged; the same close on a quiet loop FAILs."""
+        policy = tuned("SC-STALL-9")
+        a = attempt(events=[(1, 0.1), (2, 0.1)], comments=[0.25, 0.4, 0.55], ended=0.6)
+        ev = evidence([a], [*chunks(1, 2), stalled_error(0.6)])
+        assert failed(kept_through_silence(ev, policy))
+        starved = kept_through_silence(replace(ev, noise=blocked(0.2, 0.4)), policy)
+        assert starved.undecidable
+        assert "late" in starved.observed
+
+    def test_a_stall_error_after_the_server_sent_everything_is_judged_by_its_moment(self):
+        """The server sent the whole answer and ended the attempt, and the client's
+        starved loop surfaced "stalled" later: the error's moment stands for the close.
+        A quiet loop cannot excuse it; one blocked over the stretch can."""
+        policy = tuned("SC-STALL-9")
+        comments = [0.1 + 0.15 * k for k in range(1, 6)]
+        a = attempt(
+            events=[(1, 0.1), (2, 0.1), (3, 0.86), (4, 0.86)],
+            comments=comments,
+            ended=0.861,
+            end="completed",
+        )
+        ev = evidence([a], [*chunks(1, 2), stalled_error(1.08)])
+        quiet_outcome = kept_through_silence(ev, policy)
+        assert failed(quiet_outcome)
+        assert "below" in quiet_outcome.observed
+        assert kept_through_silence(replace(ev, noise=blocked(0.6, 0.5)), policy).undecidable
+
 
 class TestStalledState:
     def test_a_stalled_state_during_the_silence_passes(self):

@@ -37,6 +37,7 @@ from fake_servers import Attempt, Stall, Step, Stream
 
 __all__ = [
     "abandoned_in_window",
+    "gave_up_at",
     "kept_through_silence",
     "last_activity",
     "received_by",
@@ -156,29 +157,77 @@ def abandoned_in_window(
 def kept_through_silence(ev: Evidence, policy: ClientPolicy) -> Outcome:
     """A stream whose silences stay below the timeout is read to its end on one attempt.
 
-    If the client did close it, the close is wrong only when the server had been
-    silent for less than the timeout; a longer silence means the server's own gap
-    stretched under load, and the requirement's premise did not hold.
+    If the client gave up on it (``gave_up_at``), that is wrong only when the server had
+    been silent for less than the timeout (a longer silence means the server's own gap
+    stretched under load, and the requirement's premise did not hold), and only surely
+    when the loops were not late enough to hide what the server sent (``_missed``).
     """
     want = "the stream is read to its end on one connection, never abandoned"
     first = ev.attempts[0] if ev.attempts else None
     if first is None:
         return Outcome.failed(want, "no attempt reached the server")
-    silence = _silence(first, policy, ev.noise)
     outcome = ev.outcome()
-    if silence is not None and (outcome is None or outcome.kind != "done"):
-        t = policy.stall_timeout
-        if silence.most < t:
-            return Outcome.failed(
-                want,
-                f"abandoned after {silence.measured:.3f}s of silence, below the {t:.3f}s timeout",
-                ev.noise.headline(),
-            )
+    gave_up = gave_up_at(ev, first)
+    if gave_up is not None and (outcome is None or outcome.kind != "done"):
+        return _judge_giving_up(first, policy, ev.noise, gave_up, want)
+    return all_of(_one_attempt(ev), ended_with_done(ev), delivered_exactly(ev, _in_order(ev)))
+
+
+def gave_up_at(ev: Evidence, attempt: Attempt, stream: str = "s1") -> float | None:
+    """When the client gave up on ``attempt`` for silence: the server saw it close, or,
+    when the server had sent everything first (a client loop starved past the stream's
+    end leaves its last bytes unread), the client surfaced the "stalled" error. None if
+    it did neither."""
+    if attempt.end == "client_closed" and attempt.ended_at is not None:
+        return attempt.ended_at
+    outcome = ev.outcome(stream)
+    return outcome.at if outcome is not None and outcome.error == "stalled" else None
+
+
+def _judge_giving_up(
+    attempt: Attempt, policy: ClientPolicy, noise: Noise, gave_up: float, want: str
+) -> Outcome:
+    t = policy.stall_timeout
+    silence = span(last_activity(attempt, policy.idle_rule, gave_up), gave_up, noise)
+    if silence.most >= t:
         return Outcome.passed(
             want,
             f"premise not met: the server itself was silent for {silence.measured:.3f}s under load",
         )
-    return all_of(_one_attempt(ev), ended_with_done(ev), delivered_exactly(ev, _in_order(ev)))
+    seen = f"abandoned after {silence.measured:.3f}s of silence, below the {t:.3f}s timeout"
+    missed, hidden = _missed(attempt, policy, noise, gave_up)
+    if hidden >= missed:
+        return Outcome.unsure(
+            want,
+            f"{seen}; the loops were up to {hidden:.3f}s late meanwhile, enough to hide the "
+            f"{missed:.3f}s of sends before it",
+            noise.headline(),
+        )
+    return Outcome.failed(want, seen, noise.headline())
+
+
+def _missed(
+    attempt: Attempt, policy: ClientPolicy, noise: Noise, gave_up: float
+) -> tuple[float, float]:
+    """What a client that rightly saw a whole timeout of silence must have missed, and
+    how much of it the harness can hide.
+
+    Such a client read nothing the server sent in the timeout before it gave up: the
+    earliest of those sends was ``missed`` seconds before. A loop late by that much
+    (the client's own included: an in-process client shares the kit's process, and a
+    timeout scaled to a few hundred milliseconds makes a starved core look like
+    silence) can hold them all unread, and a tick runs before the read it delays.
+    ``hidden``: the measured allowance over that timeout (``Noise.upper_slack``). A
+    client that blocks its own loop that long is left undecidable, never passed.
+    """
+    since = gave_up - policy.stall_timeout
+    sends = [
+        e.at
+        for e in attempt.events
+        if since <= e.at <= gave_up and (policy.idle_rule == "bytes" or e.kind == "data")
+    ]
+    missed = gave_up - min(sends, default=gave_up)
+    return missed, noise.upper_slack((since, gave_up))
 
 
 def stalled_state_before_close(ev: Evidence, policy: ClientPolicy, stream: str = "s1") -> Outcome:
