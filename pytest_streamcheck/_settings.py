@@ -14,7 +14,7 @@ import pytest
 # conformance._schedule.DEFAULT_LANES, written out: this module loads with the plugin in
 # every pytest run, where importing any of conformance is a cost (tests/test_startup.py
 # checks that the two agree).
-DEFAULT_LANES = 4
+DEFAULT_LANES = 6
 
 if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
     from conformance._profiles import Profile, Timing
@@ -81,8 +81,9 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     (
         "--streamcheck-lanes",
         "streamcheck_lanes",
-        f"cases played at once, each with its own server, proxy and client (default "
-        f"{DEFAULT_LANES}; 1: one at a time); exclusive cases and re-judging play alone",
+        f"cases played at once at most, each with its own server, proxy and client "
+        f"(default {DEFAULT_LANES}; a run opens 4 and more while its noise stays calm; "
+        "1: one at a time); exclusive cases and re-judging play alone",
     ),
     (
         "--streamcheck-verdicts",

@@ -11,7 +11,15 @@ import pytest
 
 from conformance import _lanes
 from conformance._case import all_cases
-from conformance._schedule import CALM_LAG, CROWDED_LAG, WINDOW, Job, Planner
+from conformance._schedule import (
+    CALM_LAG,
+    CROWDED_LAG,
+    DEFAULT_LANES,
+    OPENING_LANES,
+    WINDOW,
+    Job,
+    Planner,
+)
 from pytest_streamcheck._reference import ReferenceAdapter
 
 
@@ -174,6 +182,21 @@ def test_the_lanes_in_use_halve_when_the_noise_is_high_and_reopen_one_by_one() -
     for _ in range(4):
         _finish_many(p, CALM_LAG / 2)
     assert p.cap == 4  # never more than the lanes
+
+
+def test_a_run_opens_four_lanes_and_more_only_while_calm() -> None:
+    """DEFAULT_LANES (6) is the most; beside 4 CPU burners, six from the start re-judged
+    more than four, so a run opens OPENING_LANES and grows one a calm window."""
+    p = _proven(DEFAULT_LANES)
+    assert p.cap == OPENING_LANES == 4
+    _finish_many(p, (CALM_LAG + CROWDED_LAG) / 2)  # neither calm nor crowded: stays
+    assert p.cap == 4
+    _finish_many(p, CALM_LAG / 2)
+    assert p.cap == 5
+    for _ in range(3):
+        _finish_many(p, CALM_LAG / 2)
+    assert p.cap == DEFAULT_LANES == 6
+    assert _proven(2).cap == 2  # fewer asked: all of them open
 
 
 def test_an_exclusive_cases_own_noise_does_not_close_lanes() -> None:
