@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._runner import HarnessError
+from conformance._timing import PROCESS_SOURCE
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from pytest_streamcheck._exec_protocol import (
@@ -78,7 +79,7 @@ QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
 # its parent (the kit kills what still carries it when the client stops).
 CLIENT_MARK = "STREAMCHECK_EXEC_CLIENT"
 # The ledger's name for a client process's own loop lag (docs/exec-protocol.md, "lag").
-LAG_SOURCE = "process"
+LAG_SOURCE = PROCESS_SOURCE  # a hosting loop: its lag spans a whole wait (_timing)
 # How long a case's end waits for the rows a probing process still holds.
 LAG_FLUSH_LIMIT = 0.5
 

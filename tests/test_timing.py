@@ -20,6 +20,7 @@ from conformance import Evidence, Outcome
 from conformance import _timing as timing
 from conformance._timing import (
     AT_ONCE,
+    HOSTING_SOURCES,
     LAG_FACTOR,
     LOWER_FLOOR,
     OVERLOAD_P99,
@@ -369,6 +370,21 @@ class TestWaitBetween:
         assert wait_between(self.failed, self.nxt, blocked) == wait_between(
             self.failed, self.nxt, QUIET
         )
+
+    def test_a_hosting_loops_block_anywhere_in_the_wait_is_counted(self) -> None:
+        """CI: fifty SDK instances in one Node process, its loop blocked 224 ms mid-wait,
+        and the retries queued behind it arrived one by one up to 80 ms after it ended:
+        the process's (or a page's) worst lag over the whole wait counts; the kit's own
+        loops still count near the ends only."""
+        quiet = wait_between(self.failed, self.nxt, QUIET)
+        for source in sorted(HOSTING_SOURCES):
+            rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
+            rows[source] = [(1.2, 1.2 + BLOCK)]  # ended 100 ms before the next attempt
+            wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
+            assert wait.least < quiet.least - LAG_FACTOR * (BLOCK - QUIET_LAG), source
+            assert wait.most == quiet.most
+        kit = noisy_noise(0.0, 3.0, [(1.2, BLOCK)], "client")
+        assert wait_between(self.failed, self.nxt, kit) == quiet
 
     def test_a_block_that_ended_as_the_next_attempt_arrived_is_counted(self) -> None:
         """A timer that fired late, at the end of a block, sends the next attempt late."""
