@@ -78,3 +78,27 @@ def test_every_resumed_attempt_is_judged() -> None:
 def test_no_resumed_attempt_fails() -> None:
     ev = Evidence((FIRST,), (), tuple(got(1, 2, 3, ids=False)))
     assert resumed_from_delivered(ev).observed == "1 attempt(s)"
+
+
+def test_events_the_break_discarded_and_the_replay_delivered_leave_it_undecidable() -> None:
+    """CI: Chromium's EventSource got a reset right behind events 1-3, delivered none of
+    them, reconnected 3 s later with no Last-Event-ID (right: nothing was delivered),
+    and the server replayed 1-6. The consumer's 1-3 came from the replay, after the
+    resume: the premise (a resume after delivered events) did not hold."""
+    replay = [FIRST, attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=3.0, ids=True)]
+    late = [*chunks(1, 2, 3, 4, 5, 6, at=3.01, ids=True), done(3.1)]
+    outcome = resumed_from_delivered(Evidence(tuple(replay), (), tuple(late)))
+    assert outcome.undecidable
+    assert "premise not met" in outcome.observed
+
+
+def test_a_replay_the_client_dropped_after_delivering_still_needs_the_header() -> None:
+    """The consumer got 1-3 before the resume, the client sent no Last-Event-ID, the
+    server replayed and the client dropped the repeats: the data is exact, the header
+    is wrong, and the delivery times say so."""
+    replay = [FIRST, attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=3.0, ids=True)]
+    early = [*chunks(1, 2, 3, at=0.005), *chunks(4, 5, 6, at=3.01), done(3.1)]
+    outcome = resumed_from_delivered(Evidence(tuple(replay), (), tuple(early)))
+    assert not outcome.ok
+    assert not outcome.undecidable
+    assert outcome.observed == "attempt 2: Last-Event-ID=None"
