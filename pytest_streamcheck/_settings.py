@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-# conformance._schedule.DEFAULT_LANES, written out: this module loads with the plugin in
-# every pytest run, where importing any of conformance is a cost (tests/test_startup.py
-# checks that the two agree).
+# conformance._schedule.DEFAULT_LANES and OPENING_LANES, written out: this module loads
+# with the plugin in every pytest run, where importing any of conformance is a cost
+# (tests/test_startup.py checks that they agree).
 DEFAULT_LANES = 6
+OPENING_LANES = 4
 
 if TYPE_CHECKING:  # the kit (servers included) is imported only for a streamcheck run
     from conformance._profiles import Profile, Timing
@@ -82,7 +83,8 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "--streamcheck-lanes",
         "streamcheck_lanes",
         f"cases played at once at most, each with its own server, proxy and client "
-        f"(default {DEFAULT_LANES}; a run opens 4 and more while its noise stays calm; "
+        f"(default {DEFAULT_LANES}; a run opens {OPENING_LANES} and more while its noise "
+        "stays calm; "
         "1: one at a time); exclusive cases and re-judging play alone",
     ),
     (

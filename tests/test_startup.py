@@ -82,7 +82,8 @@ def test_a_catalog_run_loads_neither_hypothesis_nor_faker(pytester: pytest.Pytes
 def test_the_plugin_s_default_lanes_are_the_planner_s() -> None:
     """The plugin writes the default lane count out (importing conformance to read it
     would load the kit into every pytest run); the two must agree."""
-    from conformance._schedule import DEFAULT_LANES
+    from conformance._schedule import DEFAULT_LANES, OPENING_LANES
     from pytest_streamcheck import _settings
 
     assert _settings.DEFAULT_LANES == DEFAULT_LANES
+    assert _settings.OPENING_LANES == OPENING_LANES

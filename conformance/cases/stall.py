@@ -87,12 +87,16 @@ def last_activity(attempt: Attempt, rule: IdleRule, until: float) -> float:
         The latest such moment; before any, the request's arrival less
         ``CONNECT_ALLOWANCE`` (a timer may start when the client starts connecting).
     """
-    times = [
-        e.at for e in attempt.events if e.at <= until and (rule == "bytes" or e.kind == "data")
-    ]
-    if rule == "bytes" and attempt.headers_at is not None and attempt.headers_at <= until:
-        times.append(attempt.headers_at)
+    times = [t for t in _resets(attempt, rule) if t <= until]
     return max(times) if times else attempt.arrived_at - CONNECT_ALLOWANCE
+
+
+def _resets(attempt: Attempt, rule: IdleRule) -> list[float]:
+    """When the server sent what resets a client's idle timer under ``rule``."""
+    times = [e.at for e in attempt.events if rule == "bytes" or e.kind == "data"]
+    if rule == "bytes" and attempt.headers_at is not None:
+        times.append(attempt.headers_at)
+    return times
 
 
 def _what(rule: IdleRule) -> str:
@@ -221,11 +225,7 @@ def _missed(
     client that blocks its own loop that long is left undecidable, never passed.
     """
     since = gave_up - policy.stall_timeout
-    sends = [
-        e.at
-        for e in attempt.events
-        if since <= e.at <= gave_up and (policy.idle_rule == "bytes" or e.kind == "data")
-    ]
+    sends = [t for t in _resets(attempt, policy.idle_rule) if since <= t <= gave_up]
     missed = gave_up - min(sends, default=gave_up)
     return missed, noise.upper_slack((since, gave_up))
 
