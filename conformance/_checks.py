@@ -7,6 +7,7 @@ need only server-side evidence, the app-level verdict on unchanged code.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ __all__ = [
     "reaction_resolution",
     "resumed_from_delivered",
     "same_data",
+    "unread_at_the_break",
 ]
 
 # How long a case's play waits for a reaction it needs before going on. A deadline,
@@ -207,11 +209,13 @@ def resumed_from_delivered(ev: Evidence, stream: str = "s1") -> Outcome:
                 "have discarded them before the client read them)",
                 ev.noise.headline(),
             )
+        doubt = unread_at_the_break(ev, before, stream, by=att.arrived_at)
         if last is None and not above:
-            return Outcome.failed(want, f"no event sent before attempt {att.seq} was delivered")
+            failed = f"no event sent before attempt {att.seq} was delivered"
+            return doubt or Outcome.failed(want, failed)
         best = max([*sure, *above], key=lambda e: e.index)
         if att.last_event_id != best.id:
-            return Outcome.failed(
+            return doubt or Outcome.failed(
                 want,
                 f"attempt {att.seq}: Last-Event-ID={att.last_event_id}",
                 f"the last delivered event sent before it: #{best.index} id={best.id} "
@@ -241,11 +245,59 @@ def _got_before(
         at, again = got.get(e.index), replayed.get(e.index)
         if at is None:
             continue
-        if again is None or at < again:
+        # A replay's stamp is taken after its write returned, so the bytes may have left
+        # up to the server loop's lag before it: a delivery that close came from either.
+        if again is None or at < again - ev.noise.lower_slack(again):
             sure.append(e)
         elif at <= limit:
             maybe.append(e)
     return sure, maybe
+
+
+def unread_at_the_break(
+    ev: Evidence, attempt: Attempt, stream: str = "s1", *, by: float | None = None
+) -> Outcome | None:
+    """Undecidable when a break may have discarded ``attempt``'s data before the client
+    read it: the attempt sent data and was broken (``aborted``), the consumer of
+    ``stream`` got no chunk by ``by`` (default: the next attempt's arrival, else the
+    stream's outcome), and the measured slack of the way from the server to the
+    consumer over the time between the first data and the break (the loops' lag, and
+    the attempt's network hop back) is at least that time.
+
+    The cases hold each break a while after the data before it (``BREAK_HOLD``), so a
+    client that reads as data comes has it first; a browser's fetch empties its body
+    stream's queue when the connection resets, and a page starved past the hold loses
+    chunks it never saw, then rightly treats the attempt as failed before its first
+    chunk. Quiet, the hold exceeds the slack, so a client that drops data it had time
+    to read is judged (and fails); None when the premise held or cannot be in doubt.
+    """
+    if attempt.end != "aborted" or attempt.ended_at is None:
+        return None
+    first = attempt.data_events[0].at if attempt.data_events else attempt.first_byte_at
+    if first is None:
+        return None
+    if by is None:
+        later = [a.arrived_at for a in ev.attempts if a.arrived_at > attempt.arrived_at]
+        end = ev.outcome(stream)
+        by = min(later) if later else (end.at if end is not None else math.inf)
+    if any(c.at <= by for c in ev.chunks(stream)):
+        return None
+    had = attempt.ended_at - first
+    slack = ev.noise.upper_slack((first, attempt.ended_at)) + ev.noise.hop_back(attempt)
+    if slack < had:
+        return None
+    return Outcome.unsure(
+        f"attempt {attempt.seq}'s chunks reach the consumer before its break (the case's premise)",
+        f"no chunk delivered before {_by_what(ev, by)}; the break came {had * 1000:.0f} ms "
+        f"after the data, within the measured slack ({slack * 1000:.0f} ms): it may have "
+        "discarded them unread",
+        ev.noise.headline(),
+    )
+
+
+def _by_what(ev: Evidence, by: float) -> str:
+    nxt = next((a for a in ev.attempts if a.arrived_at == by), None)
+    return f"attempt {nxt.seq}" if nxt is not None else "the stream ended"
 
 
 def _indices(events: list[SentEvent]) -> str:

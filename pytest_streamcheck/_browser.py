@@ -87,6 +87,24 @@ TIMED_COMMANDS = frozenset({"cancel"})
 # When the page first saw a network event of a kind after a page time (the kit's own
 # listener, added before any of the page's), or null after a timeout (ms).
 _SEEN = """([kind, since, timeout]) => window.__streamcheckLag.seen(kind, since, timeout)"""
+# Chromium tells the renderer that the context is online (the page's `online` event) and
+# its network process on separate channels, so a request the page makes on hearing the
+# event can meet a network process still offline and fail (CI: all five requests of a
+# blink, 4-10 ms after the event, none reaching the server). ``online()`` returns once a
+# request of the page's own gets an answer from the page server (any status), so a
+# case's "online() took effect" mark is when the page's network works again.
+_BACK = """async (timeout) => {
+  const end = performance.now() + timeout;
+  for (;;) {
+    try {
+      await fetch(location.origin + "/__streamcheck/online", { cache: "no-store" });
+      return true;
+    } catch (e) {
+      if (performance.now() > end) return false;
+      await new Promise((wake) => setTimeout(wake, 1));
+    }
+  }
+}"""
 # ``streamcheckEmit`` is the kit's wrapper around the binding. It notes the page's
 # performance.now() at the call, when the client hands its consumer what it reports, so
 # the kit can stamp the delivery then and not when the call reaches Python; and it sends
@@ -634,6 +652,13 @@ class BrowserAdapter(Peer):
         await self._on_host(
             self._context.set_offline(offline), self.command_timeout, "switching the network"
         )
+        if not offline and self._page is not None:
+            page = self._page
+            await self._on_host(
+                page.evaluate(_BACK, self.command_timeout * 1000 / 2),
+                self.command_timeout,
+                "waiting for the page's network to come back",
+            )
         if self._host is not None and self._page is not None and self._page_offset is not None:
             since = (sent + self._page_offset - self.clock_error) * 1000
             kind = "offline" if offline else "online"

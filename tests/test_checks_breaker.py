@@ -18,7 +18,7 @@ from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._profiles import get_profile
 from conformance._timing import AT_ONCE, UNMEASURED_SLACK, Noise
 from conformance.cases import breaker
-from conformance.cases._common import PATH
+from conformance.cases._common import BREAK_HOLD, PATH
 from conformance.reference import ClientPolicy
 from fake_servers import Attempt, SentEvent
 
@@ -356,6 +356,33 @@ class TestMidstream:
         atts, deliveries = midstream(K, 0.005)
         atts.append(attempt(PATH, 0.15, status=200, number=K + 1, events=3))
         assert not judge("SC-BREAKER-13", atts, deliveries)
+
+    @staticmethod
+    def _lost_first() -> tuple[list[Attempt], list[Delivery]]:
+        """m1's two chunks never reached the consumer, the break BREAK_HOLD after them:
+        the client retried m1 (a failure before the first chunk, to it) and the retry's
+        chunks were delivered; the other streams as a correct client makes them."""
+        atts, deliveries = midstream(K, 0.005)
+        atts[0] = attempt(PATH, 0.1, status=200, events=2, lasts=0.002 + BREAK_HOLD, end="aborted")
+        atts.append(attempt(PATH, 0.16, status=200, number=K + 1, events=2))
+        kept = [d for d in deliveries if not (d.stream == "m1" and d.kind == "chunk")]
+        return atts, [*kept, *answered("m1", 0.17, count=2)[:-1]]
+
+    def test_chunks_a_quiet_client_dropped_before_the_break_fail(self) -> None:
+        atts, deliveries = self._lost_first()
+        outcome = check("SC-BREAKER-13", atts, deliveries)
+        assert failed(outcome), outcome
+
+    def test_a_break_a_starved_consumer_may_have_lost_the_chunks_to_is_undecidable(
+        self,
+    ) -> None:
+        """Chromium's fetch drops the chunks a page had not read when the reset comes:
+        with the consumer's loop blocked past the hold, m1's retry may be right."""
+        atts, deliveries = self._lost_first()
+        ev = noisy(Evidence(tuple(atts), (), tuple(deliveries)), [(0.1, 0.06)])
+        outcome = check("SC-BREAKER-13", atts, deliveries, noise=ev.noise)
+        assert outcome.undecidable, outcome
+        assert "premise" in outcome.expected
 
 
 def planned(

@@ -10,9 +10,11 @@ from dataclasses import replace
 
 import pytest
 from test_checks import attempt, chunks, done, judge
+from test_timing import noisy, quiet
 
 from conformance import Delivery, Evidence
 from conformance._checks import resumed_from_delivered
+from conformance.cases._common import BREAK_HOLD
 from fake_servers import Attempt
 
 FIRST = attempt(1, 200, [1, 2, 3], end="aborted", ids=True, ended=0.01)
@@ -102,3 +104,43 @@ def test_a_replay_the_client_dropped_after_delivering_still_needs_the_header() -
     assert not outcome.ok
     assert not outcome.undecidable
     assert outcome.observed == "attempt 2: Last-Event-ID=None"
+
+
+BROKEN_LATE = attempt(1, 200, [1, 2, 3], end="aborted", ids=True, ended=0.003 + BREAK_HOLD)
+FRESH = [BROKEN_LATE, attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.2, ids=True)]
+FROM_THE_FRESH = [*chunks(1, 2, 3, 4, 5, 6, at=0.25, ids=True), done(0.3)]
+
+
+def test_events_a_quiet_client_had_time_to_read_before_the_break_are_judged() -> None:
+    """The break came BREAK_HOLD after events 1-3 and every loop was quiet: a consumer
+    that got none of them before the resume dropped what it had time to read."""
+    outcome = resumed_from_delivered(quiet(Evidence(tuple(FRESH), (), tuple(FROM_THE_FRESH))))
+    assert not outcome.ok
+    assert not outcome.undecidable, outcome
+    assert outcome.observed == "no event sent before attempt 2 was delivered"
+
+
+def test_a_break_a_starved_consumer_may_have_lost_the_events_to_is_undecidable() -> None:
+    """A consumer loop blocked past the hold: the break may have discarded 1-3 unread
+    (Chromium's fetch), and nothing delivered before the resume is then right."""
+    ev = noisy(Evidence(tuple(FRESH), (), tuple(FROM_THE_FRESH)), [(0.0, 0.06)])
+    outcome = resumed_from_delivered(ev)
+    assert outcome.undecidable, outcome
+    assert "premise" in f"{outcome.expected} {outcome.observed}"
+
+
+def test_a_delivery_just_before_a_late_replay_stamp_may_be_the_replays() -> None:
+    """CI, Chromium's EventSource at x4: the consumer got 1-6 8.1 ms before the server
+    stamped the replay's writes, its loop 18 ms late then. A stamp taken after the write
+    returned can trail the bytes by that lag, so the delivery may have come from the
+    replay: undecidable. Quiet, 8 ms before the stamp is surely before."""
+    first = attempt(1, 200, [1, 2, 3], end="aborted", ids=True, ended=0.003 + BREAK_HOLD)
+    replay = attempt(2, 200, [1, 2, 3, 4, 5, 6], arrived=0.1074, ids=True)
+    replay = replace(replay, events=tuple(replace(e, at=0.1188) for e in replay.events))
+    got_them = [*chunks(1, 2, 3, 4, 5, 6, at=0.1107, ids=True), done(0.1114)]
+    ev = Evidence((first, replay), (), tuple(got_them))
+    starved = noisy(ev, [(0.1170, 0.018)], source="server")
+    assert resumed_from_delivered(starved).undecidable
+    calm = resumed_from_delivered(quiet(ev))
+    assert not calm.ok
+    assert not calm.undecidable

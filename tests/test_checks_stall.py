@@ -32,6 +32,7 @@ from conformance.cases.offline import (
     OFFLINE,
     OFFLINE_SENT,
     ONLINE,
+    ONLINE_BACK,
     closed_after,
     quiet_between,
     reconnect_resolution,
@@ -541,6 +542,40 @@ class TestOffline:
         assert get_case("SC-OFFLINE-7").check(ev, EVENTSOURCE).ok
         late = [*reconnects[:-1], attempt(2 * n, events=[(1, 2.3)], arrived=2.2)]
         assert failed(get_case("SC-OFFLINE-7").check(evidence(late, ev.deliveries), EVENTSOURCE))
+
+    @staticmethod
+    def _blink(back: float, *, tried: bool = True) -> Evidence:
+        """CI, the example page: a blink at 40.6 ms; each of the five streams began an
+        attempt on hearing online (``tried``), which failed without reaching the server,
+        and the breaker, counting them, held every stream until its cooldown."""
+        n = EVENTSOURCE.breaker.threshold
+        streams = [f"s{i}" for i in range(1, n + 1)]
+        rows: list[Delivery] = [kit(ONLINE, 0.0406), kit(ONLINE_BACK, back)]
+        for s in streams:
+            if tried:
+                rows += [state("connecting", 0.0428, s), state("retrying", 0.047, s)]
+            rows += [state("breaker_open", 0.053, s), Delivery(s, "chunk", 1.27, data=TOKENS[0])]
+            rows.append(done(1.28, s))
+        late = [attempt(n + i, events=[(1, 1.27)], arrived=1.26 + 0.002 * i) for i in range(n)]
+        return evidence(late, rows)
+
+    def test_a_blink_the_browser_had_not_lifted_is_undecidable(self):
+        """The page's network came back 9.4 ms after online(): its attempts began before
+        then and failed unsent, so they may have met a network still offline."""
+        outcome = get_case("SC-OFFLINE-7").check(self._blink(0.050), EVENTSOURCE)
+        assert outcome.undecidable, outcome
+        assert "premise not met: s1, s2" in outcome.observed
+
+    def test_failures_after_the_network_was_back_are_the_clients(self):
+        """An adapter whose online() takes effect at once (in-process, exec) leaves no
+        window: the same failures then fail the case."""
+        assert failed(get_case("SC-OFFLINE-7").check(self._blink(0.04061), EVENTSOURCE))
+
+    def test_a_breaker_that_counted_the_offline_cuts_still_fails(self):
+        """No attempt after online, the breaker open at once: what the case catches,
+        whatever the window."""
+        outcome = get_case("SC-OFFLINE-7").check(self._blink(0.050, tried=False), EVENTSOURCE)
+        assert failed(outcome)
 
 
 class TestCancel:

@@ -11,6 +11,7 @@ registered for GET (the odd id) and POST (the even id) where it is written.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from conformance._case import Outcome, Play
 from conformance._checks import (
@@ -20,11 +21,12 @@ from conformance._checks import (
     ended_with_done,
     ended_with_error,
     resumed_from_delivered,
+    unread_at_the_break,
 )
 from conformance._evidence import Evidence
-from conformance.cases._common import Row, one_stream, register_row, resumed_row
+from conformance.cases._common import Row, broken, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
-from fake_servers import Attempt, Ending, Fault, Step, Stream
+from fake_servers import Attempt, Fault, Step, Stream
 
 LIBRARY = "seeds/002 §Streaming responses (the commit point)"
 RESUME_SOURCE = "WHATWG HTML §9.2 (Last-Event-ID); seeds/002 (never repeat delivered data)"
@@ -101,29 +103,39 @@ def _surfaced_after(
         if (premise := left_before_the_commit(ev, policy)) is not None:
             return premise
         first = [e.data for e in ev.attempts[0].data_events][:count] if ev.attempts else []
-        return all_of(
+        outcome = all_of(
             _single_attempt(ev),
             delivered_exactly(ev, first),
             ended_with_error(ev, kinds),
         )
+        if outcome.ok or not ev.attempts:
+            return outcome
+        return unread_at_the_break(ev, ev.attempts[0]) or outcome
 
     return check
 
 
-_CUT = Stream(events=3, ids=True, end="abort")  # the stream the resume rows break
+_CUT = broken(3, ids=True)  # the stream the resume rows break
 
 
 def _surfaced_row(
-    *, title: str, requirement: str, after: int, end: Ending, kinds: tuple[str, ...] | None = None
+    *,
+    title: str,
+    requirement: str,
+    after: int,
+    end: Literal["truncate", "abort", "abort_mid_line"],
+    kinds: tuple[str, ...] | None = None,
 ) -> Row:
     """The row of a stream that ``end`` breaks after ``after`` chunks, past the commit
     point: the consumer keeps those chunks and gets the error (of ``kinds``), and no retry
-    (which a fresh stream would answer) follows."""
+    (which a fresh stream would answer) follows. A break comes ``BREAK_HOLD`` after the
+    chunks; a clean end (``truncate``) loses nothing, and comes at once."""
+    cut = Stream(events=after, end=end) if end == "truncate" else broken(after, end)
     return Row(
         title=title,
         requirement=requirement,
         source=LIBRARY,
-        play=_stream(lambda p: [Stream(events=after, end=end), Stream(events=EVENTS)]),
+        play=_stream(lambda p: [cut, Stream(events=EVENTS)]),
         check=_surfaced_after(after, kinds),
     )
 

@@ -23,7 +23,7 @@ from conformance._checks import (
     resumed_from_delivered,
 )
 from conformance._evidence import Evidence
-from conformance.cases._common import Row, one_stream, register_row, resumed_row
+from conformance.cases._common import Row, broken, one_stream, register_row, resumed_row
 from conformance.reference import ClientPolicy
 from fake_servers import Framing, Gap, Stream
 
@@ -177,7 +177,7 @@ register_row(
         "broken stream with the last delivered id as Last-Event-ID, delivering the rest "
         "exactly once.",
         source="WHATWG HTML §9.2.6 (the id field), §9.2.4 (Last-Event-ID on reconnection)",
-        cut=Stream(events=3, ids=True, end="abort", framing=_SPLIT_CRLF),
+        cut=broken(3, ids=True, framing=_SPLIT_CRLF),
         resumed=Stream(events=EVENTS, ids=True, framing=_SPLIT_CRLF),
         check=_ids_tracked,
     ),

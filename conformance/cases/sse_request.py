@@ -20,9 +20,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from conformance._case import CaseContext, Check, Level, Outcome, Play
-from conformance._checks import all_of, delivered_exactly, ended_with_done, ended_with_error
+from conformance._checks import (
+    all_of,
+    delivered_exactly,
+    ended_with_done,
+    ended_with_error,
+    unread_at_the_break,
+)
 from conformance._evidence import Evidence
 from conformance.cases._common import (
+    BREAK_HOLD,
     PATH,
     RESUME,
     Row,
@@ -243,7 +250,8 @@ def _resumed_with_wide_id(ev: Evidence, policy: ClientPolicy) -> Outcome:
         )
     got = ev.attempts[1].last_event_id
     if got != WIDE_ID:
-        return Outcome.failed(want, "no Last-Event-ID" if got is None else f"Last-Event-ID {got!r}")
+        seen = "no Last-Event-ID" if got is None else f"Last-Event-ID {got!r}"
+        return unread_at_the_break(ev, ev.attempts[0]) or Outcome.failed(want, seen)
     return all_of(Outcome.passed(want, "it does"), ended_with_done(ev))
 
 
@@ -254,7 +262,8 @@ register_row(
         "it holds, sent UTF-8 encoded as Last-Event-ID (never dropped, mangled or fatal).",
         source="WHATWG HTML §9.2.4 (Last-Event-ID: the last event ID string, UTF-8 "
         "encoded); §9.2.6 (an id is any text without NUL)",
-        cut=Raw((f"id: {WIDE_ID}\ndata: a\n\n".encode(),), end="abort"),
+        # The id'd event, then a comment and the break BREAK_HOLD after it (as ``broken``).
+        cut=Raw((f"id: {WIDE_ID}\ndata: a\n\n".encode(), b":\n"), pause=BREAK_HOLD, end="abort"),
         resumed=Stream(events=3),
         check=_resumed_with_wide_id,
     ),
