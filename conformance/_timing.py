@@ -41,6 +41,7 @@ __all__ = [
     "PAGE_SOURCE",
     "PATH_FLOOR",
     "PROCESS_SOURCE",
+    "THREADS_SOURCE",
     "UNMEASURED_SLACK",
     "Decision",
     "LagSeries",
@@ -85,7 +86,10 @@ HOP_SOURCE = "network"
 # behind it leave one by one after it ends, beyond any reach around a stamp.
 PROCESS_SOURCE = "process"
 PAGE_SOURCE = "page"
-HOSTING_SOURCES = frozenset({PROCESS_SOURCE, PAGE_SOURCE})
+# The threads a synchronous SDK's adapter runs its streams in, one each (fifty for the
+# herd), probed by a thread of the same process (``fake_servers._noise.ThreadLagProbe``).
+THREADS_SOURCE = "threads"
+HOSTING_SOURCES = frozenset({PROCESS_SOURCE, PAGE_SOURCE, THREADS_SOURCE})
 # How far around a moment a block still delays what happens at it.
 _REACH = 2 * PROBE_INTERVAL
 

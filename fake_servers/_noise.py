@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import time
 from typing import TYPE_CHECKING
 
 from fake_servers._clock import now
@@ -20,7 +22,7 @@ from fake_servers._clock import now
 if TYPE_CHECKING:
     from fake_servers._ledger import Ledger
 
-__all__ = ["PROBE_INTERVAL", "LagProbe"]
+__all__ = ["PROBE_INTERVAL", "LagProbe", "ThreadLagProbe"]
 
 # 5 ms: short against the waits the cases judge (tens of ms at test timing and up),
 # cheap enough to run on three loops at once (about 600 wake-ups a second in all).
@@ -83,3 +85,36 @@ class LagProbe:
             self._ledger.record_lag(self.source, due, woke)
             # No backlog: after a long block the next wake-up is due one interval on.
             due = max(due + self.interval, woke + self.interval / 2)
+
+
+class ThreadLagProbe:
+    """``LagProbe``'s twin for code that waits in threads: a thread that sleeps
+    ``interval`` at a time and records each wake-up's lateness under ``source``.
+
+    A synchronous client's stream thread sleeps its backoff and then needs the CPU and
+    the GIL again, as this thread does, so a machine that holds one late holds both.
+    Start and stop it from any thread; a stopped probe records nothing more.
+    """
+
+    def __init__(self, ledger: Ledger, source: str, interval: float = PROBE_INTERVAL) -> None:
+        self._ledger = ledger
+        self.source = source
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lag-{source}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        due = now() + self.interval
+        while not self._stop.is_set():
+            time.sleep(max(0.0, due - now()))
+            woke = now()
+            if self._stop.is_set():
+                return
+            self._ledger.record_lag(self.source, due, woke)
+            due = max(due + self.interval, woke + self.interval / 2)  # no backlog, as above

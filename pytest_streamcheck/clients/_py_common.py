@@ -20,6 +20,9 @@ import httpx
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._case import JsonBody
 from conformance._evidence import ErrorKind
+from conformance._timing import THREADS_SOURCE
+from fake_servers import Ledger
+from fake_servers._noise import ThreadLagProbe
 
 __all__ = [
     "MODEL",
@@ -129,6 +132,8 @@ class ThreadedSyncAdapter:
     ``SyncClientAdapter``.
     """
 
+    _thread_lag: ThreadLagProbe | None = None  # while a case plays (``measure_lag``)
+
     def stream_sync(self, request: AdapterRequest, sink: StreamSink) -> None:
         raise NotImplementedError
 
@@ -171,6 +176,19 @@ class ThreadedSyncAdapter:
             sink.cancel()  # the thread notices at its next delivery
             raise
 
+    def measure_lag(self, ledger: Ledger | None) -> None:
+        """From any thread: while a case plays, probe how late a thread of this process
+        wakes (``THREADS_SOURCE``, a hosting source); None stops it. The streams' threads
+        sleep their backoff and then wait for the CPU and the GIL: fifty of them on a
+        loaded machine woke late together, and the kit's loops, probed only near each
+        wait's ends, had not counted it (CI: openai-python failed SC-BACKOFF-10)."""
+        probe, self._thread_lag = self._thread_lag, None
+        if probe is not None:
+            probe.stop()
+        if ledger is not None:
+            self._thread_lag = ThreadLagProbe(ledger, THREADS_SOURCE)
+            self._thread_lag.start()
+
     async def offline(self) -> None:
         """The libraries have no offline handling."""
 
@@ -178,6 +196,7 @@ class ThreadedSyncAdapter:
         """The libraries have no online handling."""
 
     async def aclose(self) -> None:
+        self.measure_lag(None)
         await asyncio.to_thread(self.close_sync)
 
 

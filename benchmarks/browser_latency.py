@@ -6,7 +6,7 @@ off by), and how far the kit's delivery stamp (the page's own time, mapped onto 
 kit's clock) is from the page's time mapped by a reading taken after the run
 (``stamp``: the offset's error and drift). The page's clock is read by the ping with
 the shortest round trip; ``uncertainty`` is half of it. Run with the kit's
-venv: ``python tests/browser_latency.py [--events N] [--burners K]``; burners are
+venv: ``python benchmarks/browser_latency.py [--events N] [--burners K]``; burners are
 busy-looping processes (killed by their pid at the end).
 """
 
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # its test pages and helpers
 
 from browser_support import PAGES, LoopThread, open_stream
 

@@ -1,0 +1,66 @@
+"""The thread lag probe (``ThreadLagProbe``) and the synchronous SDK adapters' use of it:
+their streams wait in threads, which no event-loop probe sees, so while a case plays a
+thread of the same process records how late it wakes, as the hosting source
+``threads`` (counted over a whole wait, docs/timing.md)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from conformance._timing import HOSTING_SOURCES, THREADS_SOURCE
+from fake_servers import Ledger
+from fake_servers._noise import PROBE_INTERVAL, ThreadLagProbe
+from pytest_streamcheck.clients._py_common import ThreadedSyncAdapter
+
+
+def _lags(ledger: Ledger) -> list[tuple[float, float]]:
+    return list(ledger.lags().get(THREADS_SOURCE, ()))
+
+
+def test_the_probe_records_wake_ups_and_stops() -> None:
+    ledger = Ledger()
+    probe = ThreadLagProbe(ledger, THREADS_SOURCE)
+    probe.start()
+    time.sleep(20 * PROBE_INTERVAL)
+    probe.stop()
+    time.sleep(3 * PROBE_INTERVAL)
+    rows = _lags(ledger)
+    assert len(rows) >= 5
+    assert all(woke >= due for due, woke in rows)
+    time.sleep(5 * PROBE_INTERVAL)
+    assert len(_lags(ledger)) == len(rows)  # stopped: nothing more
+
+
+def test_a_thread_held_by_the_gil_wakes_late_and_is_recorded() -> None:
+    """A thread that holds the GIL (one long C call, which the interpreter cannot
+    switch out of) delays the probe's wake-up as it delays a sleeping SDK thread's
+    retry."""
+    ledger = Ledger()
+    probe = ThreadLagProbe(ledger, THREADS_SOURCE)
+    probe.start()
+    time.sleep(4 * PROBE_INTERVAL)
+
+    def spin() -> None:
+        sum(range(3_000_000))  # tens of ms in one call
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    worker.join()
+    time.sleep(4 * PROBE_INTERVAL)
+    probe.stop()
+    assert max(woke - due for due, woke in _lags(ledger)) > 0.01
+
+
+def test_a_synchronous_sdk_adapter_probes_its_threads_while_a_case_plays() -> None:
+    assert THREADS_SOURCE in HOSTING_SOURCES
+    adapter = ThreadedSyncAdapter()
+    ledger = Ledger()
+    adapter.measure_lag(ledger)
+    time.sleep(10 * PROBE_INTERVAL)
+    adapter.measure_lag(None)
+    time.sleep(3 * PROBE_INTERVAL)
+    seen = len(_lags(ledger))
+    assert seen >= 3
+    time.sleep(5 * PROBE_INTERVAL)
+    assert len(_lags(ledger)) == seen
