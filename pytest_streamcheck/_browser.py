@@ -137,13 +137,34 @@ _EMIT = """(() => {
   };
   const take = (p) => {
     if (p.seen !== null) note(p, p.seen.takeRecords());
-    const rows = p.rows, net = p.net;
-    p.rows = []; p.net = [];
-    return [p.token, rows, net];
+    const rows = p.rows, net = p.net, got = p.got;
+    p.rows = []; p.net = []; p.got = [];
+    return [p.token, rows, net, got];
   };
   const send = (p) => {
-    if (p.rows.length || p.net.length) window.__streamcheckEmit([], take(p));
+    if (p.rows.length || p.net.length || p.got.length) window.__streamcheckEmit([], take(p));
   };
+  // When each fetch's response reached the page's code, flat [url, call, resolved]: the
+  // renderer can run a response's continuation well after Resource Timing's responseEnd
+  // while its timers run on time (CI: 54 ms for a 503, the page's probe quiet), so the
+  // hop back is also measured to here (_browser_network). The page gets fetch's own
+  // Promise; only a side branch of it is noted, and only while a case plays.
+  const fetchOf = window.fetch;
+  if (typeof fetchOf === "function") {
+    const urlOf = (input) => {
+      try {
+        const raw = input instanceof Request ? input.url : String(input);
+        return new URL(raw, location.href).href;
+      } catch (e) { return null; }
+    };
+    window.fetch = function fetch(input, init) {
+      const promise = fetchOf.call(this === undefined ? window : this, input, init);
+      const p = probe, url = p === null ? null : urlOf(input), called = performance.now();
+      const resolved = () => { if (probe === p) p.got.push(url, called, performance.now()); };
+      if (url !== null && !url.startsWith(location.origin)) promise.then(resolved, () => {});
+      return promise;
+    };
+  }
   // The network hop (_browser_network): each finished request's Resource Timing entry,
   // flat [url, fetchStart, responseEnd]; the page's own files are not the server's.
   const watch = (p) => {
@@ -156,7 +177,7 @@ _EMIT = """(() => {
     value: Object.freeze({
       start: (token, interval, every) => {
         if (probe !== null) return;
-        const p = probe = {token, rows: [], net: [], timer: 0, flusher: 0, seen: null};
+        const p = probe = {token, rows: [], net: [], got: [], timer: 0, flusher: 0, seen: null};
         p.seen = watch(p);
         let due = performance.now() + interval;
         const tick = () => {
@@ -263,6 +284,7 @@ class BrowserAdapter(Peer):
         self._probe_token = 0
         # The page's Resource Timing entries since the last collect, with their offsets.
         self._entries: list[tuple[Entry, float]] = []
+        self._got: list[tuple[Entry, float]] = []  # fetch calls and resolutions (the page's)
         self._client_hosts: dict[str, int] = {}  # each client key's own host (``stream``)
 
     # -- identity --------------------------------------------------------------------
@@ -523,19 +545,20 @@ class BrowserAdapter(Peer):
         self._record_lag(rows)
 
     def _record_lag(self, batch: Any) -> None:
-        """``[token, [due, woke, ...], [url, fetchStart, responseEnd, ...]]`` in page
-        milliseconds: the probe's rows into the ledger, the entries kept for
-        ``_record_network`` (their attempts may not have ended yet)."""
+        """``[token, [due, woke, ...], [url, fetchStart, responseEnd, ...], [url, call,
+        resolved, ...]]`` in page milliseconds: the probe's rows into the ledger, the
+        Resource Timing entries and the fetch resolutions kept for ``_record_network``
+        (their attempts may not have ended yet)."""
         ledger = self._lag_ledger
-        if ledger is None or not isinstance(batch, list) or len(batch) not in (2, 3):
+        if ledger is None or not isinstance(batch, list) or len(batch) not in (2, 3, 4):
             return
         token, rows, *entries = batch
         offset = self._probe_offsets.get(token) if isinstance(token, int) else None
         if offset is None or not isinstance(rows, list):
             return
-        if entries:
-            with self._lock:
-                self._entries.extend((e, offset) for e in parse_entries(entries[0]))
+        with self._lock:
+            for kept, flat in zip((self._entries, self._got), entries, strict=False):
+                kept.extend((e, offset) for e in parse_entries(flat))
         latest = now()
         for i in range(0, len(rows) - 1, 2):
             due, woke = rows[i], rows[i + 1]
@@ -547,14 +570,16 @@ class BrowserAdapter(Peer):
         """The network hop of every finished request so far, into the ledger by attempt."""
         ledger = self._lag_ledger
         with self._lock:
-            kept, self._entries = self._entries, []
-        if ledger is None or not kept:
+            kinds, self._entries, self._got = (self._entries, self._got), [], []
+        if ledger is None or not any(kinds):
             return
         attempts = ledger.attempts()
-        for offset in {o for _, o in kept}:
-            mine = [e for e, o in kept if o == offset]
-            for seq, out, back in network_hops(mine, attempts, offset, self.clock_error):
-                ledger.record_hop(seq, out, back)
+        # Each kind is paired on its own: a request's entry and its fetch overlap.
+        for kept in kinds:
+            for offset in {o for _, o in kept}:
+                mine = [e for e, o in kept if o == offset]
+                for seq, out, back in network_hops(mine, attempts, offset, self.clock_error):
+                    ledger.record_hop(seq, out, back)
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""

@@ -5,6 +5,7 @@ pure and tested here; the last test runs it in Chromium."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -13,7 +14,7 @@ from browser_support import PAGES, need_chromium
 
 from conformance._runner import run_suite
 from conformance._timing import HOP_SOURCE, Noise, wait_between
-from fake_servers import Attempt, Ledger
+from fake_servers import Attempt, Ledger, Respond
 from pytest_streamcheck._browser import BrowserAdapter
 from pytest_streamcheck._browser_network import Entry, network_hops, parse_entries
 
@@ -145,3 +146,32 @@ def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     assert hops, result.evidence.noise.to_json()
     assert set(hops) <= seqs, (hops, seqs)
     assert result.evidence.noise.report()[HOP_SOURCE]["samples"] >= 1
+
+
+def test_the_page_notes_when_each_fetch_reached_its_code(fake_server) -> None:
+    """The kit's wrapper of ``fetch`` (while a case plays) notes the call and the moment
+    the response reached the page's code, for the hop back; the page gets fetch's own
+    answer, and its own files are left out."""
+    need_chromium()
+    fake_server.script("/v1/x", Respond(status=503))
+    adapter = BrowserAdapter(PAGES / "tiny.html")
+    url = f"{fake_server.url}/v1/x"
+
+    async def play() -> tuple[object, object]:
+        try:
+            await adapter.start()
+            await adapter.evaluate("window.__streamcheckLag.start(1, 5, 100000)")
+            status = await adapter.evaluate(f"fetch({url!r}).then((r) => r.status)")
+            await adapter.evaluate("fetch(location.href).then((r) => r.status)")
+            return status, await adapter.evaluate("window.__streamcheckLag.stop()")
+        finally:
+            await adapter.aclose()
+
+    status, batch = asyncio.run(play())
+    assert status == 503
+    assert isinstance(batch, list)
+    token, _rows, _net, got = batch
+    assert token == 1
+    assert got[0] == url
+    assert len(got) == 3  # the page's own file is not noted
+    assert 0 < got[1] <= got[2]
