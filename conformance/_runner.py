@@ -737,7 +737,9 @@ class SuiteRunner:
             connections=ctx.ledger.connections(),
             deliveries=ctx.deliveries.all(),
             started_at=started,
-            noise=Noise.from_ledger(ctx.ledger.lags(), hops=ctx.ledger.hops()),
+            noise=Noise.from_ledger(
+                ctx.ledger.lags(), hops=ctx.ledger.hops(), heads=ctx.ledger.heads()
+            ),
         )
 
     def _diagnostics(self) -> str:

@@ -164,6 +164,8 @@ class Noise:
     series: tuple[LagSeries, ...] = ()
     client_probed: bool = True
     hops: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    # by attempt ``seq``: when its response head reached the client's code at the latest
+    heads: Mapping[int, float] = field(default_factory=dict)
 
     @classmethod
     def from_ledger(
@@ -172,13 +174,19 @@ class Noise:
         *,
         client_probed: bool = True,
         hops: Mapping[int, tuple[float, float]] | None = None,
+        heads: Mapping[int, float] | None = None,
     ) -> Noise:
         series = tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items()))
-        return cls(series, client_probed, dict(hops or {}))
+        return cls(series, client_probed, dict(hops or {}), dict(heads or {}))
 
     def hop_out(self, attempt: Attempt) -> float:
         """Seconds ``attempt``'s request spent on its way out of the client (0: unknown)."""
         return self.hops.get(attempt.seq, (0.0, 0.0))[0]
+
+    def head_seen(self, attempt: Attempt) -> float | None:
+        """When ``attempt``'s response head reached the client's code at the latest, if
+        measured (a browser page: the kit notes when its ``fetch`` resolved)."""
+        return self.heads.get(attempt.seq)
 
     def hop_back(self, attempt: Attempt) -> float:
         """Seconds ``attempt``'s response spent on its way back to the client's code."""
@@ -302,7 +310,8 @@ class Noise:
             for s in self.series
         }
         hops = {str(seq): [round(o, 6), round(b, 6)] for seq, (o, b) in sorted(self.hops.items())}
-        return {"summary": self.report(), "late_wakeups": late, "hops": hops}
+        heads = {str(seq): round(at, 6) for seq, at in sorted(self.heads.items())}
+        return {"summary": self.report(), "late_wakeups": late, "hops": hops, "heads": heads}
 
 
 @dataclass(frozen=True)

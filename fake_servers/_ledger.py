@@ -378,6 +378,7 @@ class _Store:
     per_endpoint: dict[str, int] = field(default_factory=dict)
     lags: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     hops: dict[int, tuple[float, float]] = field(default_factory=dict)
+    heads: dict[int, float] = field(default_factory=dict)
 
 
 class Ledger:
@@ -532,6 +533,19 @@ class Ledger:
         """A lag probe's wake-up (``fake_servers._noise``); nobody waits on these."""
         with self._cond:
             self._store.lags.setdefault(source, []).append((due, woke))
+
+    def record_head(self, seq: int, at: float) -> None:
+        """When attempt ``seq``'s response head reached the client's code at the latest
+        (a browser page's ``fetch`` resolving: ``pytest_streamcheck._browser_network``);
+        the earliest such record is kept."""
+        with self._cond:
+            was = self._store.heads.get(seq)
+            self._store.heads[seq] = at if was is None else min(was, at)
+
+    def heads(self) -> dict[int, float]:
+        """``record_head``'s moments by attempt ``seq``."""
+        with self._cond:
+            return dict(self._store.heads)
 
     def record_hop(self, seq: int, out: float = 0.0, back: float = 0.0) -> None:
         """What attempt ``seq`` spent between the client's code and the server, each way

@@ -36,7 +36,7 @@ from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import PROBE_INTERVAL
 from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser_network import Entry, network_hops, parse_entries
+from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
 from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
 from pytest_streamcheck._exec_protocol import (
@@ -580,6 +580,9 @@ class BrowserAdapter(Peer):
                 mine = [e for e, o in kept if o == offset]
                 for seq, out, back in network_hops(mine, attempts, offset, self.clock_error):
                     ledger.record_hop(seq, out, back)
+                if kept is kinds[1]:  # a fetch resolved: the page's code had the head
+                    for seq, at in heads_seen(mine, attempts, offset, self.clock_error):
+                        ledger.record_head(seq, at)
 
     async def _reopen(self) -> None:
         """On the host's loop: close the context, open a fresh one and its page."""

@@ -19,13 +19,13 @@ redirect, whose entry ends with the last hop; not a stream the client left, whos
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from fake_servers import Attempt
 
-__all__ = ["Entry", "network_hops", "parse_entries"]
+__all__ = ["Entry", "heads_seen", "network_hops", "parse_entries"]
 
 
 @dataclass(frozen=True)
@@ -58,26 +58,47 @@ def network_hops(
     to the page's ``responseEnd`` (0 where not measured). ``offset``: the page's clock
     minus the kit's, known to ``error``; the error is taken off each way, so a hop is
     never overstated (a wait less its hops never understates what the client waited)."""
+    hops = []
+    for entry, attempt in _paired(entries, attempts, offset, error):
+        start, end = entry.fetch_start - offset, entry.response_end - offset
+        out = max(0.0, attempt.arrived_at - (start + error))
+        ended = attempt.ended_at
+        back = 0.0
+        if _served(attempt) and ended is not None:
+            back = max(0.0, end - error - ended)
+        hops.append((attempt.seq, out, back))
+    return hops
+
+
+def heads_seen(
+    resolutions: Iterable[Entry], attempts: Sequence[Attempt], offset: float, error: float
+) -> list[tuple[int, float]]:
+    """``(seq, at)`` per attempt paired with a fetch's resolution (an ``Entry`` from its
+    call to the moment its response reached the page's code): the kit time by which the
+    page's code surely had the response head (the offset's error added, so never
+    early). A stream's idle timer starts there at the latest (``conformance.cases.stall``)."""
+    return [
+        (attempt.seq, entry.response_end - offset + error)
+        for entry, attempt in _paired(resolutions, attempts, offset, error)
+        if attempt.headers_at is not None
+    ]
+
+
+def _paired(
+    entries: Iterable[Entry], attempts: Sequence[Attempt], offset: float, error: float
+) -> Iterator[tuple[Entry, Attempt]]:
+    """Each entry alone on its URL with exactly one attempt arriving inside it."""
     by_key: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
     for attempt in attempts:
         by_key[(attempt.header("host") or "", attempt.path, attempt.query)].append(attempt)
-    hops = []
     for key, group in _by_key(entries).items():
         for entry in _alone(group):
             start, end = entry.fetch_start - offset, entry.response_end - offset
             inside = [
                 a for a in by_key.get(key, ()) if start - error <= a.arrived_at <= end + error
             ]
-            if len(inside) != 1:
-                continue
-            (attempt,) = inside
-            out = max(0.0, attempt.arrived_at - (start + error))
-            ended = attempt.ended_at
-            back = 0.0
-            if _served(attempt) and ended is not None:
-                back = max(0.0, end - error - ended)
-            hops.append((attempt.seq, out, back))
-    return hops
+            if len(inside) == 1:
+                yield entry, inside[0]
 
 
 def _by_key(entries: Iterable[Entry]) -> dict[tuple[str, str, str], list[Entry]]:

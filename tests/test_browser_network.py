@@ -16,7 +16,7 @@ from conformance._runner import run_suite
 from conformance._timing import HOP_SOURCE, Noise, wait_between
 from fake_servers import Attempt, Ledger, Respond
 from pytest_streamcheck._browser import BrowserAdapter
-from pytest_streamcheck._browser_network import Entry, network_hops, parse_entries
+from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
 
 HOST = "127.0.0.1:8123"
 URL = f"http://{HOST}/v1/stream"
@@ -175,3 +175,14 @@ def test_the_page_notes_when_each_fetch_reached_its_code(fake_server) -> None:
     assert got[0] == url
     assert len(got) == 3  # the page's own file is not noted
     assert 0 < got[1] <= got[2]
+
+
+def test_a_fetch_resolution_says_by_when_the_page_had_the_head() -> None:
+    """A fetch resolved 90 ms after the server sent the head of a stream the page later
+    left: the head reached the page's code by then (the offset's error added: never
+    early); an attempt that never sent a head gives nothing."""
+    stream = attempt(4, 1.01, 1.5, headers_at=1.02, end="client_closed")
+    (seen,) = heads_seen([entry(1.0, 1.11)], [stream], OFFSET, 0.002)
+    assert seen == (4, pytest.approx(1.112))
+    refused = attempt(5, 2.01, 2.02, headers_at=None, status=None, end="reset")
+    assert heads_seen([entry(2.0, 2.05)], [refused], OFFSET, 0.002) == []

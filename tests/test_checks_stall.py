@@ -219,6 +219,25 @@ class TestAbandonedInWindow:
         ev = evidence([early], chunks(1, 2, at=0.06))
         assert failed(abandoned_in_window(early, SHORT, QUIET, received_by(ev, early, SHORT, "s1")))
 
+    def test_a_head_that_reached_the_client_late_counts_from_when_its_fetch_resolved(self):
+        """CI beside 2 burners: a page's POST stalled after its head, which reached the
+        page's code 90 ms after the server sent it (its fetch resolved then: measured,
+        ``Noise.head_seen``); the page closed 305 ms after that. From the server's stamp
+        that is late; from the measured head, no FAIL. Unmeasured, as before."""
+        bytes_rule = replace(SHORT, idle_rule="bytes")
+        a = attempt(headers=0.02, ended=0.11 + T + EVERY / 2)
+        ev = evidence([a])
+        assert received_by(ev, a, bytes_rule, "s1") is None
+        assert failed(abandoned_in_window(a, bytes_rule, QUIET))
+        seen = replace(ev, noise=replace(ev.noise, heads={a.seq: 0.11}))
+        received = received_by(seen, a, bytes_rule, "s1")
+        assert received == pytest.approx(0.11)
+        assert not failed(abandoned_in_window(a, bytes_rule, QUIET, received))
+        late = attempt(headers=0.02, ended=0.11 + T + EVERY + PATH_FLOOR + 0.02)
+        seen_late = replace(evidence([late]), noise=replace(ev.noise, heads={late.seq: 0.11}))
+        got = received_by(seen_late, late, bytes_rule, "s1")
+        assert failed(abandoned_in_window(late, bytes_rule, QUIET, got))
+
     def test_the_delivery_counts_only_for_the_send_that_reset_the_timer(self):
         """A chunk missing, a keepalive after the data (rule "bytes"), or a later attempt:
         when the client had the last byte is not known from the deliveries."""

@@ -125,11 +125,17 @@ def received_by(ev: Evidence, attempt: Attempt, policy: ClientPolicy, stream: st
     """When the client handed its consumer the chunk of the last data event ``attempt``
     sent before its close, if that event is the one that last reset the timer: the
     client had its bytes by then. The stream's first attempt only (its chunks, in
-    order, are the attempt's data events); None when not known."""
+    order, are the attempt's data events); None when not known. When the head reset it
+    last: when the head reached the client's code, if measured (``Noise.head_seen``: a
+    browser's network process and renderer held one 90 ms beside 2 CPU burners, and
+    SC-STALL-2 failed a page that closed 305 ms after it had the head)."""
     if attempt.ended_at is None or not ev.attempts or ev.attempts[0].seq != attempt.seq:
         return None
+    last = last_activity(attempt, policy.idle_rule, attempt.ended_at)
+    if last == attempt.headers_at:  # the head last: by when its fetch resolved, if known
+        return ev.noise.head_seen(attempt)
     data = [e for e in attempt.events if e.kind == "data" and e.at <= attempt.ended_at]
-    if not data or data[-1].at != last_activity(attempt, policy.idle_rule, attempt.ended_at):
+    if not data or data[-1].at != last:
         return None
     chunks = [d.at for d in ev.of(stream) if d.kind == "chunk"]
     return chunks[len(data) - 1] if len(chunks) >= len(data) else None
@@ -272,7 +278,7 @@ def _check_before_first_chunk(ev: Evidence, policy: ClientPolicy) -> Outcome:
         else Outcome.failed("a new attempt after the abandoned one", "1 attempt")
     )
     return all_of(
-        abandoned_in_window(first, policy, ev.noise),
+        abandoned_in_window(first, policy, ev.noise, received_by(ev, first, policy, "s1")),
         retried,
         ended_with_done(ev),
         delivered_exactly(ev, _in_order(ev)),
