@@ -107,7 +107,11 @@ class ThreadLagProbe:
         self._thread.start()
 
     def stop(self) -> None:
+        # Joined, so a record the thread was making as it was told to stop lands
+        # before this returns: after it, nothing more (a wait of one interval at most).
         self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
 
     def _run(self) -> None:
         due = now() + self.interval

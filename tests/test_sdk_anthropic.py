@@ -28,6 +28,10 @@ from fake_servers import (
 anthropic = pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")  # the SDK's HTTP client
 
+# anthropic 2.17 wraps what breaks while a stream is read (APIConnectionError,
+# APITimeoutError, the transport's error as the cause); 2.16 and before let it through.
+WRAPS_STREAM_ERRORS = tuple(int(p) for p in anthropic.__version__.split(".")[:2]) >= (2, 17)
+
 MESSAGES_PATH = "/v1/messages"
 REQUEST = {
     "model": "claude-x",
@@ -179,15 +183,25 @@ def test_truncated_stream_is_accepted_silently(fake_server, sdk):
     assert len(fake_server.ledger.attempts()) == 1  # nothing retried: the SDK saw no failure
 
 
-def test_a_dropped_stream_raises_the_raw_transport_error(fake_server, sdk):
-    """A connection broken mid-stream is not retried, and surfaces as httpx2's own error.
+def _read_error(wrapper: type[Exception], raw: type[Exception]) -> type[Exception]:
+    """What the SDK raises when reading breaks: its wrapper (2.17 on), else the raw error."""
+    return wrapper if WRAPS_STREAM_ERRORS else raw
 
-    anthropic 2.x does not wrap errors raised while iterating a stream, so an app
-    that catches only ``anthropic.APIConnectionError`` misses a mid-stream drop.
-    """
+
+def _caused_by(caught: pytest.ExceptionInfo[Exception], raw: type[Exception]) -> bool:
+    return isinstance(caught.value if not WRAPS_STREAM_ERRORS else caught.value.__cause__, raw)
+
+
+def test_a_dropped_stream_raises_the_transport_error_and_is_not_retried(fake_server, sdk):
+    """A connection broken mid-stream is not retried; it surfaces as httpx2's own error
+    (2.16 and before: an app that catches only ``anthropic.APIConnectionError`` missed
+    a mid-stream drop) or, from 2.17, as ``APIConnectionError`` caused by it."""
     fake_server.script(MESSAGES_PATH, drop_after(3), reply())
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises(
+        _read_error(anthropic.APIConnectionError, httpx2.RemoteProtocolError)
+    ) as caught:
         _stream_text(sdk)
+    assert _caused_by(caught, httpx2.RemoteProtocolError)
     assert len(fake_server.ledger.wait_finished(5)) == 1
 
 
@@ -205,10 +219,12 @@ def test_an_in_band_error_event_raises_and_is_not_retried(fake_server, sdk):
 
 
 def test_a_stall_ends_in_the_read_timeout(fake_server, sdk):
-    """A stream silent for good fails at the read timeout, as httpx2's ReadTimeout (unwrapped)."""
+    """A stream silent for good fails at the read timeout: httpx2's ReadTimeout, which
+    2.17 on wraps in ``APITimeoutError``."""
     fake_server.script(MESSAGES_PATH, stall_after(2, seconds=None))
-    with pytest.raises(httpx2.ReadTimeout):
+    with pytest.raises(_read_error(anthropic.APITimeoutError, httpx2.ReadTimeout)) as caught:
         _stream_text(sdk.with_options(timeout=0.5))
+    assert _caused_by(caught, httpx2.ReadTimeout)
     attempt = fake_server.ledger.wait_finished(5)[0]
     assert attempt.end == "client_closed"
     assert len(fake_server.ledger.attempts()) == 1
