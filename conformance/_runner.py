@@ -35,7 +35,7 @@ from conformance._checks import name_endings
 from conformance._evidence import DeliveryLog, Evidence
 from conformance._json import fields_json
 from conformance._profiles import Profile, ProfileError, Timing, get_profile
-from conformance._timing import Noise
+from conformance._timing import CLIENT_SOURCE, SDK_LOOP_SOURCE, Noise
 from conformance.reference._config import ClientPolicy
 from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, now
 from fake_servers._noise import LagProbe
@@ -430,9 +430,11 @@ class SuiteRunner:
         )
         self._thread.start()
         self._heartbeat = _Heartbeat(loop)
-        self._client_lag = LagProbe(self.server.ledger, "client")
+        self._client_lag = LagProbe(self.server.ledger, CLIENT_SOURCE)
         self._configured = None
         self.adapter = self._call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
+        if getattr(self.adapter, "hosts_library_clients", False):  # docs/timing.md
+            self._client_lag = LagProbe(self.server.ledger, SDK_LOOP_SOURCE)
         self.info = self.adapter.info
         self._adapter_open = True
         if self._asked is None:

@@ -33,6 +33,7 @@ from fake_servers._noise import PROBE_INTERVAL
 
 __all__ = [
     "AT_ONCE",
+    "CLIENT_SOURCE",
     "HOP_SOURCE",
     "HOSTING_SOURCES",
     "LAG_FACTOR",
@@ -41,6 +42,8 @@ __all__ = [
     "PAGE_SOURCE",
     "PATH_FLOOR",
     "PROCESS_SOURCE",
+    "QUEUEING_SOURCES",
+    "SDK_LOOP_SOURCE",
     "THREADS_SOURCE",
     "UNMEASURED_SLACK",
     "Decision",
@@ -89,7 +92,21 @@ PAGE_SOURCE = "page"
 # The threads a synchronous SDK's adapter runs its streams in, one each (fifty for the
 # herd), probed by a thread of the same process (``fake_servers._noise.ThreadLagProbe``).
 THREADS_SOURCE = "threads"
-HOSTING_SOURCES = frozenset({PROCESS_SOURCE, PAGE_SOURCE, THREADS_SOURCE})
+# The runner's own loop when the adapter runs a library's client instances on it (the
+# async SDK adapters: fifty ``AsyncOpenAI`` for the jitter case); "client" otherwise.
+SDK_LOOP_SOURCE = "sdk-loop"
+CLIENT_SOURCE = "client"
+HOSTING_SOURCES = frozenset({PROCESS_SOURCE, PAGE_SOURCE, THREADS_SOURCE, SDK_LOOP_SOURCE})
+# Hosting loops whose clients are a library's instances, each building its own requests:
+# fifty of them woken together keep the loop busy for tens of ms an iteration, and a
+# request needs several iterations to leave, so it can be held for as long as the loop
+# stayed busy, far more than any one wake-up's lateness (measured: anthropic-python's
+# async client, iterations of 40-50 ms for 220 ms, retries 114 ms past the top of their
+# range). A page's requests leave through the browser's network process, measured per
+# request instead (``Noise.hops``).
+QUEUEING_SOURCES = frozenset({PROCESS_SOURCE, THREADS_SOURCE, SDK_LOOP_SOURCE})
+# A wake-up at least this late finds its loop busy (quiet wake-ups: 0.1-1 ms late).
+CONGESTED_LAG = 0.002
 # How far around a moment a block still delays what happens at it.
 _REACH = 2 * PROBE_INTERVAL
 
@@ -125,6 +142,22 @@ class LagSeries:
             if due - _REACH <= end and due + lag + _REACH >= start:
                 worst = max(worst, lag)
         return worst
+
+    def busy_until(self, end: float) -> float:
+        """How long the loop had been busy without a break at ``end`` (seconds): back
+        from the last wake-up due by then, over wake-ups at least ``CONGESTED_LAG``
+        late, to the due time of the first of them; a break is two on-time wake-ups in
+        a row (one lets a ready queue drain one step only). 0 when it was free."""
+        i = bisect.bisect_right(self.due, end) - 1
+        if i < 0 or self.lag[i] < CONGESTED_LAG:
+            return 0.0
+        first, free = i, 0
+        for j in range(i - 1, -1, -1):
+            if self.lag[j] >= CONGESTED_LAG:
+                first, free = j, 0
+            elif (free := free + 1) >= 2:
+                break
+        return max(0.0, end - self.due[first])
 
     def summary(self) -> dict[str, float]:
         return _stats(self.lag)
@@ -219,7 +252,9 @@ class Noise:
         hosting loop's (``HOSTING_SOURCES``) worst over the whole wait when that is more.
         Measured: fifty SDK instances in one Node process beside a browser run, its loop
         stalled 224 ms mid-wait, and the retries due during it reached the server 310 to
-        380 ms late, one after another, most of them past the reach of the stall."""
+        380 ms late, one after another, most of them past the reach of the stall. A
+        queueing loop (``QUEUEING_SOURCES``) also counts how long it had been busy at
+        ``end`` (``LagSeries.busy_until``), up to the wait's length."""
         if not self.measured:
             return UNMEASURED_SLACK
         near = ((start - _REACH, start + _REACH), (end - _REACH, end))
@@ -227,8 +262,10 @@ class Noise:
         for s in self.series:
             ends = sum(s.worst(a, b) for a, b in near)
             whole = s.worst(start, end) if s.source in HOSTING_SOURCES else 0.0
-            total += max(ends, whole)
-        return self._floored(PATH_FLOOR + LAG_FACTOR * total)
+            # a duration, not a sampled lateness: no factor
+            busy = min(s.busy_until(end), end - start) if s.source in QUEUEING_SOURCES else 0.0
+            total += max(LAG_FACTOR * max(ends, whole), busy)
+        return self._floored(PATH_FLOOR + total)
 
     def worst_slack(self) -> float:
         """``upper_slack`` for a moment not known: the worst lag of the whole case."""

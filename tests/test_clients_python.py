@@ -21,6 +21,7 @@ from conformance import Verdict, run_suite
 from conformance._adapter import AdapterRequest, ClientAdapter, StreamSink
 from conformance._case import JsonBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
+from conformance._timing import CLIENT_SOURCE, SDK_LOOP_SOURCE
 from fake_servers import FakeServer, reply, respond
 
 PASS, FAIL = Verdict.PASS, Verdict.FAIL
@@ -94,6 +95,18 @@ def test_anthropic_async_does_not_retry_a_401():
         "SC-RETRY-4": PASS,
         "SC-RETRY-38": PASS,  # the server's message reaches the consumer
     }
+
+
+@pytest.mark.parametrize("name", ["openai-async", "anthropic-async", "httpx-sse"])
+def test_an_async_library_adapters_loop_is_probed_as_a_queueing_host(name):
+    """The runner's loop runs the library's fifty instances: its probe records as
+    ``sdk-loop`` (a queueing hosting loop, docs/timing.md), not as the kit's ``client``."""
+    pytest.importorskip(TARGETS[name][0])
+    (result,) = run_suite(_factory(name), select=["SC-RETRY-2"])
+    assert result.evidence is not None
+    summary = result.evidence.noise.summary()
+    assert summary[SDK_LOOP_SOURCE]["samples"] > 3, summary
+    assert CLIENT_SOURCE not in summary
 
 
 def test_httpx_sse_never_retries():

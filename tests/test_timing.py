@@ -20,11 +20,14 @@ from conformance import Evidence, Outcome
 from conformance import _timing as timing
 from conformance._timing import (
     AT_ONCE,
+    CONGESTED_LAG,
     HOSTING_SOURCES,
     LAG_FACTOR,
     LOWER_FLOOR,
     OVERLOAD_P99,
     PATH_FLOOR,
+    QUEUEING_SOURCES,
+    SDK_LOOP_SOURCE,
     UNMEASURED_SLACK,
     LagSeries,
     Noise,
@@ -386,11 +389,64 @@ class TestWaitBetween:
         kit = noisy_noise(0.0, 3.0, [(1.2, BLOCK)], "client")
         assert wait_between(self.failed, self.nxt, kit) == quiet
 
+    def test_a_queueing_loop_busy_at_the_next_attempt_counts_how_long(self) -> None:
+        """Matrix, beside other work: fifty async anthropic-python clients in the runner's
+        loop, its iterations 40-50 ms long for 220 ms, each wake-up at most 50 ms late,
+        and retries that needed several iterations to leave arrived 114 ms past the top
+        of their range (SC-BACKOFF-10 FAILed). A loop whose clients are a library's
+        instances counts how long it was busy at the next attempt; a page, whose
+        requests leave through the browser, and the kit's own loop do not."""
+        busy = [(t, t + 0.04) for t in (1.28, 1.325, 1.37, 1.415, 1.46)]  # 1.28 to 1.5
+        quiet = wait_between(self.failed, self.nxt, QUIET)
+        for source in (*sorted(QUEUEING_SOURCES), "page", "client"):
+            rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
+            rows[source] = [r for r in rows.get(source, []) if not 1.27 < r[0] < 1.51] + busy
+            wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
+            if source in QUEUEING_SOURCES:
+                assert wait.least == pytest.approx(0.45 - PATH_FLOOR - 0.22, abs=0.01), source
+            else:
+                assert wait.least > 0.45 - PATH_FLOOR - 0.1, source
+            assert wait.most == quiet.most
+
     def test_a_block_that_ended_as_the_next_attempt_arrived_is_counted(self) -> None:
         """A timer that fired late, at the end of a block, sends the next attempt late."""
         blocked = noisy_noise(0.0, 3.0, [(1.3, BLOCK - 0.005)])
         wait = wait_between(self.failed, self.nxt, blocked)
         assert wait.least < 0.45 - QUIET_UPPER - BLOCK
+
+
+class TestBusyUntil:
+    """How long a loop had been busy without a break (``LagSeries.busy_until``)."""
+
+    @staticmethod
+    def series(lags: Sequence[float]) -> LagSeries:
+        return LagSeries.from_rows(
+            "sdk-loop", [(i * 0.01, i * 0.01 + g) for i, g in enumerate(lags)]
+        )
+
+    def test_late_wake_ups_in_a_row_are_busy_from_the_first(self) -> None:
+        late = 2 * CONGESTED_LAG
+        series = self.series([0.0, 0.0, 0.0, late, late, late])
+        assert series.busy_until(0.055) == pytest.approx(0.055 - 0.03)
+
+    def test_one_on_time_wake_up_is_no_break_and_two_are(self) -> None:
+        late = 2 * CONGESTED_LAG
+        assert self.series([0.0, late, 0.0, late, late]).busy_until(0.045) == pytest.approx(
+            0.045 - 0.01
+        )
+        assert self.series([late, 0.0, 0.0, late, late]).busy_until(0.045) == pytest.approx(
+            0.045 - 0.03
+        )
+
+    def test_a_loop_on_time_at_the_end_was_free(self) -> None:
+        late = 2 * CONGESTED_LAG
+        assert self.series([late, late, late, 0.0]).busy_until(0.035) == 0.0
+        assert self.series([]).busy_until(1.0) == 0.0
+        assert self.series([late]).busy_until(-1.0) == 0.0
+
+    def test_the_async_sdk_loop_is_a_queueing_hosting_loop(self) -> None:
+        assert SDK_LOOP_SOURCE in QUEUEING_SOURCES <= HOSTING_SOURCES
+        assert "page" not in QUEUEING_SOURCES
 
 
 class TestWaitFrom:

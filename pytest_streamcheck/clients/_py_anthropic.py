@@ -110,6 +110,8 @@ class AnthropicAdapter(ThreadedSyncAdapter):
 class AnthropicAsyncAdapter:
     """``anthropic.AsyncAnthropic`` on the kit's event loop, as an asyncio application runs it."""
 
+    # a library's client instances on the runner's loop: their work queues there
+    hosts_library_clients = True
     info = _info("anthropic-python-async")
 
     def __init__(self) -> None:

@@ -30,6 +30,8 @@ PROFILE = "httpx-sse@1"
 class HttpxSSEAdapter:
     """Streams through ``httpx_sse.aconnect_sse``; one ``httpx.AsyncClient`` per client key."""
 
+    # a library's client instances on the runner's loop: their work queues there
+    hosts_library_clients = True
     info = AdapterInfo(
         name="httpx-sse",
         version=httpx_sse.__version__,

@@ -111,6 +111,8 @@ class OpenAIAdapter(ThreadedSyncAdapter):
 class OpenAIAsyncAdapter:
     """``openai.AsyncOpenAI`` on the kit's event loop, as an asyncio application runs it."""
 
+    # a library's client instances on the runner's loop: their work queues there
+    hosts_library_clients = True
     info = _info("openai-python-async")
 
     def __init__(self) -> None:
