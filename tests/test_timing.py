@@ -393,12 +393,12 @@ class TestWaitBetween:
         """Matrix, beside other work: fifty async anthropic-python clients in the runner's
         loop, its iterations 40-50 ms long for 220 ms, each wake-up at most 50 ms late,
         and retries that needed several iterations to leave arrived 114 ms past the top
-        of their range (SC-BACKOFF-10 FAILed). A loop whose clients are a library's
-        instances counts how long it was busy at the next attempt; a page, whose
-        requests leave through the browser, and the kit's own loop do not."""
+        of their range (SC-BACKOFF-10 FAILed); openai-python's the same with the server
+        loop busy. A loop where requests queue counts how long it was busy at the next
+        attempt; a page, whose requests leave through the browser, does not."""
         busy = [(t, t + 0.04) for t in (1.28, 1.325, 1.37, 1.415, 1.46)]  # 1.28 to 1.5
         quiet = wait_between(self.failed, self.nxt, QUIET)
-        for source in (*sorted(QUEUEING_SOURCES), "page", "client"):
+        for source in (*sorted(QUEUEING_SOURCES), "page"):
             rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
             rows[source] = [r for r in rows.get(source, []) if not 1.27 < r[0] < 1.51] + busy
             wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
@@ -406,7 +406,14 @@ class TestWaitBetween:
                 assert wait.least == pytest.approx(0.45 - PATH_FLOOR - 0.22, abs=0.01), source
             else:
                 assert wait.least > 0.45 - PATH_FLOOR - 0.1, source
-            assert wait.most == quiet.most
+            assert wait.most == quiet.most or source == "server", source
+
+    def test_a_loop_late_by_a_few_ms_at_every_wake_up_is_not_busy(self) -> None:
+        """A loaded machine's scheduler alone makes every wake-up a few ms late: the
+        loop is idle, nothing queues, and only the lag near the ends counts."""
+        slow = {s: [(t / 200, t / 200 + 0.004) for t in range(600)] for s in SOURCES}
+        wait = wait_between(self.failed, self.nxt, Noise.from_ledger(slow))
+        assert wait.least > 0.45 - PATH_FLOOR - LAG_FACTOR * 3 * 2 * 0.004 - 0.001
 
     def test_a_block_that_ended_as_the_next_attempt_arrived_is_counted(self) -> None:
         """A timer that fired late, at the end of a block, sends the next attempt late."""
@@ -420,9 +427,8 @@ class TestBusyUntil:
 
     @staticmethod
     def series(lags: Sequence[float]) -> LagSeries:
-        return LagSeries.from_rows(
-            "sdk-loop", [(i * 0.01, i * 0.01 + g) for i, g in enumerate(lags)]
-        )
+        rows = [(i * 0.01, i * 0.01 + g) for i, g in enumerate(lags)]
+        return LagSeries.from_rows(SDK_LOOP_SOURCE, rows)
 
     def test_late_wake_ups_in_a_row_are_busy_from_the_first(self) -> None:
         late = 2 * CONGESTED_LAG
@@ -444,9 +450,8 @@ class TestBusyUntil:
         assert self.series([]).busy_until(1.0) == 0.0
         assert self.series([late]).busy_until(-1.0) == 0.0
 
-    def test_the_async_sdk_loop_is_a_queueing_hosting_loop(self) -> None:
-        assert SDK_LOOP_SOURCE in QUEUEING_SOURCES <= HOSTING_SOURCES
-        assert "page" not in QUEUEING_SOURCES
+    def test_requests_queue_in_every_loop_but_a_page(self) -> None:
+        assert {"server", "proxy", "client", *HOSTING_SOURCES} - QUEUEING_SOURCES == {"page"}
 
 
 class TestWaitFrom:
