@@ -262,15 +262,19 @@ class Noise:
         without a break at ``end`` (``LagSeries.busy_until``), up to the wait's length."""
         if not self.measured:
             return UNMEASURED_SLACK
-        near = ((start - _REACH, start + _REACH), (end - _REACH, end))
-        total = 0.0
+        lags = at_start = busy = 0.0
         for s in self.series:
-            ends = sum(s.worst(a, b) for a, b in near)
+            first = s.worst(start - _REACH, start + _REACH)
             whole = s.worst(start, end) if s.source in HOSTING_SOURCES else 0.0
-            # a duration, not a sampled lateness: no factor
-            busy = min(s.busy_until(end), end - start) if s.source in QUEUEING_SOURCES else 0.0
-            total += max(LAG_FACTOR * max(ends, whole), busy)
-        return self._floored(PATH_FLOOR + total)
+            lags += LAG_FACTOR * max(first + s.worst(end - _REACH, end), whole)
+            at_start += LAG_FACTOR * first
+            if s.source in QUEUEING_SOURCES:
+                busy = max(busy, s.busy_until(end))
+        # Busy stretches all end at ``end`` and overlap: a request queued through each
+        # loop in turn waited at most the longest (a duration: no factor), after
+        # whatever held the failure's report at the start.
+        queued = at_start + min(busy, end - start)
+        return self._floored(PATH_FLOOR + max(lags, queued))
 
     def worst_slack(self) -> float:
         """``upper_slack`` for a moment not known: the worst lag of the whole case."""

@@ -408,6 +408,16 @@ class TestWaitBetween:
                 assert wait.least > 0.45 - PATH_FLOOR - 0.1, source
             assert wait.most == quiet.most or source == "server", source
 
+    def test_loops_busy_together_hold_a_request_for_the_longest_stretch_only(self) -> None:
+        """A request crosses the loops in turn, within the same busy time: the server
+        and the proxy busy over one stretch count it once, not twice."""
+        busy = [(t, t + 0.04) for t in (1.28, 1.325, 1.37, 1.415, 1.46)]  # 1.28 to 1.5
+        rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
+        for source in ("server", "proxy"):
+            rows[source] = [r for r in rows[source] if not 1.27 < r[0] < 1.51] + busy
+        wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
+        assert wait.least == pytest.approx(0.45 - PATH_FLOOR - 0.22, abs=0.01)
+
     def test_a_loop_late_by_a_few_ms_at_every_wake_up_is_not_busy(self) -> None:
         """A loaded machine's scheduler alone makes every wake-up a few ms late: the
         loop is idle, nothing queues, and only the lag near the ends counts."""
