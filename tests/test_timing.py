@@ -398,7 +398,7 @@ class TestWaitBetween:
         attempt; a page, whose requests leave through the browser, does not."""
         busy = [(t, t + 0.04) for t in (1.28, 1.325, 1.37, 1.415, 1.46)]  # 1.28 to 1.5
         quiet = wait_between(self.failed, self.nxt, QUIET)
-        for source in (*sorted(QUEUEING_SOURCES), "page"):
+        for source in (*sorted(QUEUEING_SOURCES), "page", "client"):
             rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
             rows[source] = [r for r in rows.get(source, []) if not 1.27 < r[0] < 1.51] + busy
             wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
@@ -460,8 +460,11 @@ class TestBusyUntil:
         assert self.series([]).busy_until(1.0) == 0.0
         assert self.series([late]).busy_until(-1.0) == 0.0
 
-    def test_requests_queue_in_every_loop_but_a_page(self) -> None:
-        assert {"server", "proxy", "client", *HOSTING_SOURCES} - QUEUEING_SOURCES == {"page"}
+    def test_requests_queue_in_every_loop_but_a_page_and_the_kits_clients(self) -> None:
+        assert {"server", "proxy", "client", *HOSTING_SOURCES} - QUEUEING_SOURCES == {
+            "page",
+            "client",
+        }
 
 
 class TestWaitFrom:
