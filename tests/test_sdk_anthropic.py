@@ -189,7 +189,8 @@ def _read_error(wrapper: type[Exception], raw: type[Exception]) -> type[Exceptio
 
 
 def _caused_by(caught: pytest.ExceptionInfo[Exception], raw: type[Exception]) -> bool:
-    return isinstance(caught.value if not WRAPS_STREAM_ERRORS else caught.value.__cause__, raw)
+    raised = caught.value.__cause__ if WRAPS_STREAM_ERRORS else caught.value
+    return isinstance(raised, raw)
 
 
 def test_a_dropped_stream_raises_the_transport_error_and_is_not_retried(fake_server, sdk):
