@@ -9,14 +9,14 @@ overlap, and why (docs/timing.md, "Cases side by side"):
   lane's ledger is cleared as the case starts), so the load other lanes put on those
   loops (CPU, the GIL, the collector) is in the lag its intervals allow. A check sure
   under that noise is sure; one that is not is undecidable, never FAIL, and then:
-- a re-judging try (x2, x4, x12) plays **alone**: no other case plays meanwhile;
+- a re-judging try (x2, x4, x12, x30) plays **alone**: no other case plays meanwhile;
 - an exclusive case (``Case.exclusive``: the jitter and herd statistics over fifty
   clients) plays alone;
 - the first case plays alone, and lanes open only once a case has played through
   cleanly: a client that does not start, or blocks its loop, is met once, as in a
   serial run, and every later case says so at once;
 - an undecidable try that played beside other cases plays again alone at its own
-  scale first (``SuiteRunner.run``), then at x2, x4 and x12 as in a serial run;
+  scale first (``SuiteRunner.run``), then at x2, x4, x12 and x30 as in a serial run;
 - the lanes in use follow the noise (``Planner.finish``): when the typical p99 lag of
   the last cases passes ``CROWDED_LAG`` they halve; below ``CALM_LAG`` one reopens.
 

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from browser_support import (
@@ -26,8 +27,9 @@ from conformance._evidence import DeliveryLog
 from conformance._runner import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import FakeServer, now, stream
+from fake_servers._script import Respond
 from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
 from pytest_streamcheck._targets import TargetError, load_target
 
 pytestmark = pytest.mark.slow
@@ -255,6 +257,77 @@ def test_a_page_that_breaks_the_protocol_is_a_harness_error(lane, page, message)
         lane.run(adapter.aclose())
 
 
+RESET_LIMIT = 2.0  # hello_timeout below: a reset's first try, then twice that
+SCRIPT = Respond(200, headers=(("content-type", "text/javascript"),), body=b"// held.js\n")
+HELD = Respond(200, headers=(("content-type", "text/javascript"),), body=b"", delay=60)
+HELD_PAGE = """<!doctype html>
+<meta charset="utf-8">
+<link rel="icon" href="data:,">
+<title>a page whose load waits for held.js</title>
+<script>
+window.streamcheck = {
+  hello: () => ({ type: "hello", protocol: 1, name: "held", version: "0", capabilities: ["get"] }),
+  command(cmd) {
+    window.streamcheckEmit({ type: cmd.cmd === "configure" ? "configured" : "reset" });
+  },
+};
+</script>
+<script src="%s/held.js"></script>
+"""
+
+
+def _held_started(
+    lane: LoopThread, where: Path, server: FakeServer, *steps: Respond
+) -> BrowserAdapter:
+    """A page whose every load fetches held.js from ``server`` (``steps``: the first
+    answers, for the start), started within the default limit (a first load, maybe on a
+    loaded machine), then given RESET_LIMIT for its resets."""
+    server.script("/held.js", SCRIPT, *steps)
+    page = where / "held.html"
+    page.write_text(HELD_PAGE % server.url, encoding="utf-8")
+    adapter = BrowserAdapter(page)
+    lane.run(adapter.start())
+    adapter.hello_timeout = RESET_LIMIT
+    return adapter
+
+
+def test_a_reopen_held_past_its_limit_is_tried_again(lane, tmp_path, server) -> None:
+    """The page loaded once; its reopen is held (a machine that starves the renderer):
+    the first try passes its limit; the second, from a fresh context, opens."""
+    adapter = _held_started(lane, tmp_path, server, HELD, SCRIPT)
+    try:
+        started = time.monotonic()
+        lane.run(adapter.reset())
+        assert time.monotonic() - started >= RESET_LIMIT
+        passed = [n for n in adapter.notes() if n.startswith("[kit] reopening passed")]
+        assert passed == [f"[kit] reopening passed 2.0s loading {adapter.url} (try 1)"]
+        ends = [a.end for a in server.ledger.attempts()]
+        assert ends == ["completed", "client_closed", "completed"]  # start, held, again
+        lane.run(adapter.reset())  # and it goes on as any page
+    finally:
+        lane.run(adapter.aclose())
+
+
+def test_a_reopen_that_never_finishes_is_a_clear_error_in_bounded_time(
+    lane, tmp_path, server
+) -> None:
+    adapter = _held_started(lane, tmp_path, server, HELD)
+    try:
+        started = time.monotonic()
+        with pytest.raises(HarnessError, match=r"within 2\.0s, then 4\.0s .*later cases not"):
+            lane.run(adapter.reset())
+        tries = sum(REOPEN_LIMITS) * RESET_LIMIT
+        bound = tries + len(REOPEN_LIMITS) * CLOSE_GRACE + 10.0  # a loaded machine's slack
+        assert tries <= time.monotonic() - started < bound
+        assert len(server.ledger.attempts()) == 1 + len(REOPEN_LIMITS)
+        started = time.monotonic()
+        with pytest.raises(HarnessError, match=r"within 2\.0s, then 4\.0s"):
+            lane.run(adapter.reset())  # the next case: at once, no third wait
+        assert time.monotonic() - started < 1.0
+    finally:
+        lane.run(adapter.aclose())
+
+
 # -- processes -----------------------------------------------------------------------------
 
 
@@ -275,7 +348,7 @@ def test_no_browser_is_left_after_a_close_or_a_killed_python() -> None:
         textwrap.dedent(
             """
             from browser_support import browser_processes
-            from pytest_streamcheck._browser import BrowserAdapter
+            from pytest_streamcheck._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
 
             async def main():
                 adapter = BrowserAdapter(None)

@@ -500,7 +500,7 @@ class TestJitter:
     def test_identical_delays_fail_wherever_they_fall(self, template, share):
         """A herd in lockstep (one shared delay) misses the top or the bottom of the range:
         never a pass, and on a quiet machine a FAIL, at once or re-judged at a coarser
-        scale (as the runner does: every duration x2, x4, then x12; the noise stays)."""
+        scale (as the runner does: every duration x2, x4, x12, then x30; the noise stays)."""
         low, high = self.spread
         outcome = Outcome(True, "", "")
         for factor in (1.0, *REJUDGE_FACTORS):
@@ -784,7 +784,7 @@ def test_the_runner_quiets_the_collector_for_the_many_client_cases():
 def test_a_starved_machine_leaves_the_statistics_undecidable(case_id):
     """Every loop steadily later than OVERLOAD_P99: the fifty clients' statistics are
     undecidable before any rule, even on records that would fail, as a late retry then
-    is noise too (the runner re-judges at x2, x4, x12)."""
+    is noise too (the runner re-judges at x2, x4, x12, x30)."""
     starved = quiet_noise(-1.0, 10.0, lag=1.5 * OVERLOAD_P99)
     assert too_noisy(starved) is not None
     assert too_noisy(quiet_noise(-1.0, 10.0)) is None

@@ -155,3 +155,38 @@ def test_an_empty_profile_list_is_refused() -> None:
 
     with pytest.raises(ValueError, match="an empty list"):
         run_suite(_declaring(None), profile=[], select=["SC-RETRY-1"])
+
+
+def _slow_to_reset(limit: float | None) -> type:
+    """The reference client, whose every reset takes 2.5 s, declaring ``limit``."""
+    import asyncio
+
+    from conformance.reference import ClientPolicy
+    from pytest_streamcheck import ReferenceAdapter
+
+    class SlowToReset(ReferenceAdapter):
+        async def configure(self, policy: ClientPolicy) -> None:
+            self._policy = policy  # the reference's configure resets: not slowed here
+            await super().reset()
+
+        async def reset(self) -> None:
+            await asyncio.sleep(2.5)
+            await super().reset()
+
+    if limit is not None:
+        SlowToReset.reset_limit = limit  # type: ignore[attr-defined]
+    return SlowToReset
+
+
+def test_the_runner_waits_out_the_reset_limit_an_adapter_declares(monkeypatch) -> None:
+    """A reset past COMMAND_LIMIT is an ERROR; an adapter that declares a longer
+    ``reset_limit`` (the browser's reopen: docs/browser.md) gets that, and passes."""
+    from conformance import Verdict, _runner, run_suite
+
+    monkeypatch.setattr(_runner, "COMMAND_LIMIT", 1.5)  # configure's too: a loaded machine
+    monkeypatch.setattr(_runner, "COMMAND_MARGIN", 1.5)
+    (cut,) = run_suite(_slow_to_reset(None), select=["SC-RETRY-1"], lanes=1)
+    assert cut.verdict == Verdict.ERROR
+    assert "did not finish resetting the client within 1.5s" in cut.reason
+    (waited,) = run_suite(_slow_to_reset(2.5), select=["SC-RETRY-1"], lanes=1)
+    assert waited.verdict == Verdict.PASS, waited.reason

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from conformance._timing import Noise
 from fake_servers._clock import now
 from fake_servers._script import Gap, Respond, Stall, Step, Stream
 
 PATH = "/v1/stream"
 WAIT = 10.0
 # The close travels over loopback and wakes the server's event loop: a few ms normally.
-# 100 ms leaves room for a machine busy with other test runs.
+# 100 ms, plus the server loop's lag the kit measured meanwhile (``Noise.upper_slack``):
+# in a clean-clone CI run beside the browser tracks, one close was seen 247 ms late.
 PROMPT = 0.1
 
 CASES: dict[str, tuple[Step, bytes | None]] = {
@@ -29,8 +31,11 @@ CASES: dict[str, tuple[Step, bytes | None]] = {
 
 @pytest.mark.parametrize("name", CASES)
 def test_client_close_is_detected_promptly(fake_server, raw_connect, name):
-    """The attempt ends as client_closed within PROMPT of the client closing its socket."""
+    """The attempt ends as client_closed within PROMPT (and the server's measured lag) of
+    the client closing its socket; a server that missed the close ends at the script's
+    end (60 s, or never), far outside."""
     step, wait_for = CASES[name]
+    fake_server.measure_lag()
     fake_server.script(PATH, step)
     conn = raw_connect(fake_server.port)
     conn.request(PATH)
@@ -39,12 +44,15 @@ def test_client_close_is_detected_promptly(fake_server, raw_connect, name):
     else:
         conn.read_head()
         conn.read_until(wait_for)
-    closed_at = now()
+    closing_at = now()
     conn.close()
+    closed_at = now()  # a test thread descheduled inside close() is not the server's lag
     (attempt,) = fake_server.ledger.wait_finished(WAIT, PATH)
     assert attempt.end == "client_closed"
     assert attempt.ended_at is not None
-    assert 0 <= attempt.ended_at - closed_at < PROMPT
+    slack = Noise.from_ledger(fake_server.ledger.lags()).upper_slack((closed_at, attempt.ended_at))
+    assert closing_at <= attempt.ended_at
+    assert attempt.ended_at - closed_at < PROMPT + slack, f"server lag slack {slack:.3f}s"
 
 
 def test_client_leaving_mid_upload_is_recorded(fake_server, raw_connect):
