@@ -94,6 +94,7 @@ DEFAULT_PROFILES = ("seed-eventsource", "seed-fetch")
 
 
 CASE_TIMEOUT = 60.0  # seconds one case may take before it is an ERROR
+LIMIT_GROWTH = 2.0  # a re-judging try's limit, against its first try's pace
 
 # Why a case was not played (UNSUPPORTED), and whether its rule applies to the client:
 # a missing capability or a policy the client cannot take leaves an applicable rule
@@ -589,15 +590,20 @@ class SuiteRunner:
             return CaseResult(case, Verdict.ERROR, profile.key, self.timing, reason=self._unusable)
         tries: list[Rejudged] = []
         factors = list(self._factors())
+        pace = 0.0  # seconds per unit of scale the first try took
         while factors:
             factor = factors.pop(0)
             policy = self._policy(case, profile, factor)
             try_started = now()
+            # A try's durations grow with its scale: at x30 the herd took 54 s (the
+            # reference beside 2 CPU burners), near CASE_TIMEOUT. A re-judging try gets
+            # LIMIT_GROWTH times the first try's pace, and CASE_TIMEOUT at the least.
+            limit = max(self.case_timeout, LIMIT_GROWTH * pace * factor)
             try:
                 # A re-judging try plays with no other case at once: the noise that left
                 # the first try undecidable may have been another lane's.
                 with self._gate.alone() if tries else contextlib.nullcontext():
-                    outcome, evidence, ran_out = self._play(case, policy)
+                    outcome, evidence, ran_out = self._play(case, policy, limit)
             except HarnessError as exc:
                 return CaseResult(
                     case,
@@ -611,6 +617,8 @@ class SuiteRunner:
                 )
             if tries:
                 self._budget.spend(now() - try_started)
+            else:
+                pace = (now() - try_started) / factor
             outcome = _sure(outcome, evidence, ran_out)
             if not outcome.undecidable:
                 return CaseResult(
@@ -672,15 +680,19 @@ class SuiteRunner:
         reason = case.applies(self._policy(case, profile, 1.0), case.transport)
         return ("profile", f"not applicable to {profile.key}: {reason}") if reason else None
 
-    def _play(self, case: Case, policy: ClientPolicy) -> tuple[Outcome, Evidence, bool]:
-        """The case's outcome, its evidence, and whether one of its waits ran out."""
+    def _play(
+        self, case: Case, policy: ClientPolicy, limit: float
+    ) -> tuple[Outcome, Evidence, bool]:
+        """The case's outcome, its evidence, and whether one of its waits ran out, within
+        ``limit`` seconds of play."""
         ctx_holder: list[_Context] = []
-        timeout = self.case_timeout
         self._measure_lag(True)
         try:
             self._prepare(policy)
             evidence = self._call(
-                self._play_async(case, policy, ctx_holder), timeout + 5.0, f"case {case.id}"
+                self._play_async(case, policy, ctx_holder, limit),
+                limit + 5.0,
+                f"case {case.id}",
             )
         except HarnessError as exc:  # the same kind: a blocked loop must stay known as one
             raise type(exc)(f"{exc}{_doing(ctx_holder)}{self._diagnostics()}") from None
@@ -717,21 +729,19 @@ class SuiteRunner:
         self._call(self.adapter.reset(), limit, "resetting the client")
 
     async def _play_async(
-        self, case: Case, policy: ClientPolicy, holder: list[_Context]
+        self, case: Case, policy: ClientPolicy, holder: list[_Context], limit: float
     ) -> Evidence:
         ctx = _Context(self, policy, case.transport)
         holder.append(ctx)
         started = now()
         try:
             with _quiet_gc(case.quiet_gc):
-                await asyncio.wait_for(case.play(ctx), self.case_timeout)
+                await asyncio.wait_for(case.play(ctx), limit)
             hung = ctx.hung()  # judged as the case ends, before its streams are closed
             if hung is not None:
                 raise HarnessError(hung)
         except TimeoutError:
-            raise HarnessError(
-                f"case {case.id} passed its {self.case_timeout:.0f}s time limit"
-            ) from None
+            raise HarnessError(f"case {case.id} passed its {limit:.0f}s time limit") from None
         except SetupFailed as exc:
             raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +191,38 @@ def test_the_runner_waits_out_the_reset_limit_an_adapter_declares(monkeypatch) -
     assert "did not finish resetting the client within 1.5s" in cut.reason
     (waited,) = run_suite(_slow_to_reset(2.5), select=["SC-RETRY-1"], lanes=1)
     assert waited.verdict == Verdict.PASS, waited.reason
+
+
+def test_a_rejudging_try_gets_a_limit_that_grows_with_its_scale() -> None:
+    """A case undecidable at every scale, whose play lasts 50 ms times its scale: past a
+    0.5 s case limit at x12 and x30, but within LIMIT_GROWTH times the first try's pace,
+    so it ends INCONCLUSIVE at every scale, not an ERROR at x12."""
+    from conformance import Verdict
+    from conformance._case import Case, Level, Outcome
+    from conformance._lanes import Lanes
+    from conformance._profiles import get_profile
+    from conformance._runner import REJUDGE_FACTORS
+    from pytest_streamcheck import ReferenceAdapter
+
+    profile = get_profile("seed-eventsource")
+    per_base = 0.05 / profile.at("test").backoff.base
+
+    async def play(ctx: Any) -> None:
+        await ctx.hold(per_base * ctx.policy.backoff.base)
+
+    case = Case(
+        id="SC-TEST-1",
+        title="undecidable at every scale",
+        level=Level.MUST,
+        requirement="none",
+        source="tests",
+        play=play,
+        check=lambda ev, policy: Outcome.unsure("a verdict", "none, at any scale"),
+    )
+    runner = Lanes(ReferenceAdapter, [profile], case_timeout=0.5, lanes=1).start()
+    try:
+        (result,) = runner.run([case])
+    finally:
+        runner.close()
+    assert result.verdict == Verdict.INCONCLUSIVE, result.reason
+    assert [t.factor for t in result.rejudged] == [1.0, *REJUDGE_FACTORS]
