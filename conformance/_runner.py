@@ -741,7 +741,7 @@ class SuiteRunner:
             if hung is not None:
                 raise HarnessError(hung)
         except TimeoutError:
-            raise HarnessError(f"case {case.id} passed its {limit:.0f}s time limit") from None
+            raise HarnessError(f"case {case.id} passed its {limit:.3g}s time limit") from None
         except SetupFailed as exc:
             raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:
