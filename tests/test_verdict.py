@@ -526,7 +526,10 @@ class GoodClient:
 
     attempts = 6
     base, cap, jitter = 0.05, 0.2, 0.5
-    threshold, cooldown = 5, 0.5  # well above the longest backoff (0.2 * 1.5 s)
+    # The cooldown is five times the longest backoff (0.2 * 1.5 s): a client with no
+    # breaker is told apart even with a second of measured slack on its wait (beside 2
+    # CPU burners and a clean-clone CI, a 0.5 s cooldown was twice unprovable).
+    threshold, cooldown = 5, 1.5
     retry_after_cap = 2.0
     read_timeout: float | None = 0.5
 
@@ -730,7 +733,7 @@ CLIENT_PROFILE = Profile(
     source="tests/test_verdict.py",
     policy=ClientPolicy(
         backoff=BackoffConfig(base=0.05, caps=((1, 0.2),), jitter=0.5),
-        breaker=BreakerConfig(threshold=5, cooldown=0.5),
+        breaker=BreakerConfig(threshold=5, cooldown=GoodClient.cooldown),
         max_attempts=6,
         retry_after_cap=2.0,
     ),
