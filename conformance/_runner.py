@@ -865,7 +865,8 @@ def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
     one of the case's waits, or the client's own silence timer (a 302 that a starved
     server took 450 ms to send met a 300 ms first-chunk timer, and the client's retry
     began a second redirect chain), or while a request was held on its way beyond every
-    loop (a browser's network process held one 2.1 s: ``Noise.held_in_transit``). What it
+    loop (a browser's network process held one 2.1 s: ``Noise.held_in_transit``), or
+    while a browser page stood still (``Noise.page_stalled``). What it
     waited for may have been late for the kit's slowness; such a failure is undecidable,
     and re-judged. A failure
     no deadline decided stands: a 5 MiB event that starves the loops by itself and
@@ -874,7 +875,11 @@ def _sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
         return outcome
     noise = evidence.noise
     decided_by_a_deadline = ran_out or evidence.timer_fired
-    why = (noise.overloaded() or noise.held_in_transit()) if decided_by_a_deadline else None
+    why = (
+        (noise.overloaded() or noise.held_in_transit() or noise.page_stalled())
+        if decided_by_a_deadline
+        else None
+    )
     if why is None:
         return outcome
     return dataclasses.replace(outcome, undecidable=True, observed=f"{outcome.observed}; {why}")

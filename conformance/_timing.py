@@ -80,6 +80,13 @@ UNMEASURED_SLACK = 0.5
 # so no FAIL is sure. Quiet, the p99 is 3-7 ms; under 4 CPU burners 10-60 ms. The
 # client's own loop is left out: a client that blocks it must not excuse itself.
 OVERLOAD_P99 = 0.1
+# A browser page whose own loop gave no sign for this long (one wake-up this late, or no
+# answer to the kit as the case ended): beside 2 CPU burners and CI's other track, a
+# correct page reopened after a stall delivered nothing for three cases while every kit
+# loop's p99 stayed under 8 ms. The kit cannot tell Chromium held still from the page,
+# so a failure a deadline decided is not sure (a page that blocks its loop for seconds
+# is INCONCLUSIVE, never PASS).
+PAGE_STALL = 2.0
 # The name the noise's summary gives the per-request network hops (``Noise.hops``).
 HOP_SOURCE = "network"
 # The loops that host a client's own code, as their adapters record them: an exec
@@ -328,6 +335,16 @@ class Noise:
         return (
             f"the kit's own loops were starved (p99 lag {ms(worst)}, above "
             f"{ms(OVERLOAD_P99)}): no failure is sure"
+        )
+
+    def page_stalled(self) -> str | None:
+        """Why a browser page's loop may have stood still past PAGE_STALL, or None."""
+        worst = max((s.longest for s in self.series if s.source == PAGE_SOURCE), default=0.0)
+        if worst < PAGE_STALL:
+            return None
+        return (
+            f"the page's loop gave no sign for {ms(worst)} (at least {ms(PAGE_STALL)}: the "
+            "page or the browser stood still): no failure a deadline decided is sure"
         )
 
     def held_in_transit(self) -> str | None:

@@ -286,6 +286,7 @@ class BrowserAdapter(Peer):
         # Where the page's lag probe records while a case plays (``measure_lag``), and
         # each probed page's clock offset by its token (a batch names its page).
         self._lag_ledger: Ledger | None = None
+        self._lag_since = 0.0  # when the runner last turned the page's probe on or off
         self._probe_offsets: dict[int, float] = {}
         self._probe_token = 0
         # The page's Resource Timing entries since the last collect, with their offsets.
@@ -435,6 +436,7 @@ class BrowserAdapter(Peer):
         starts and stops its own probes; the probe starts on the page each ``reset``
         opens, so it runs on the page the case plays against."""
         self._lag_ledger = ledger
+        self._lag_since = now()
         if ledger is None and self._host is not None and self._page is not None:
             self._host.submit(_quietly(self._stop_probe(self._page)))
 
@@ -444,16 +446,23 @@ class BrowserAdapter(Peer):
         load can be seconds behind)."""
         if self._lag_ledger is None or self._page is None or self._failure is not None:
             return
-        page = self._page
-        with contextlib.suppress(Exception):  # a page that went away took its rows along
+        page, ledger = self._page, self._lag_ledger
+        try:
             # At most CLOSE_GRACE: the runner's limit on a case covers this too.
             rows = await self._on_host(
                 page.evaluate("() => window.__streamcheckLag.take()"),
                 min(self.command_timeout, CLOSE_GRACE),
                 "collecting the page's lag",
             )
-            self._record_lag(rows)
-            self._record_network()
+        except _TimedOut:
+            # The page's loop gave no sign the whole case, as far as the kit can tell:
+            # one wake-up due as the case began and not seen by now (``Noise.page_stalled``).
+            ledger.record_lag(LAG_SOURCE, self._lag_since, now())
+            return
+        except Exception:  # a page that went away took its rows along
+            return
+        self._record_lag(rows)
+        self._record_network()
 
     async def evaluate(self, expression: str) -> Any:
         """Evaluate a JavaScript expression in the page (for tests and debugging)."""

@@ -328,6 +328,32 @@ def test_a_reopen_that_never_finishes_is_a_clear_error_in_bounded_time(
         lane.run(adapter.aclose())
 
 
+def test_a_page_that_does_not_answer_as_the_case_ends_leaves_a_stall_row(lane) -> None:
+    """The page's loop blocked past the kit's collect (CLOSE_GRACE): the kit records one
+    wake-up due when the probe started and not seen by now, so the case's noise says the
+    page stood still (``Noise.page_stalled``) instead of holding no page rows at all."""
+    from conformance._timing import PAGE_SOURCE, PAGE_STALL
+    from fake_servers._ledger import Ledger
+
+    adapter = _started(lane, "tiny.html")
+    ledger = Ledger()
+    try:
+        adapter.measure_lag(ledger)
+        lane.run(adapter.reset())  # the probe starts on the fresh page
+        block = "() => { setTimeout(() => { const t = performance.now();"
+        block += " while (performance.now() - t < 6000) {} }, 0); }"
+        lane.run(adapter.evaluate(block))
+        started = now()
+        lane.run(adapter.collect_lag())
+        assert now() - started < CLOSE_GRACE + 2.0
+        rows = ledger.lags()[PAGE_SOURCE]
+        assert max(woke - due for due, woke in rows) >= CLOSE_GRACE
+        assert CLOSE_GRACE >= PAGE_STALL  # so the row makes the stall count
+    finally:
+        adapter.measure_lag(None)
+        lane.run(adapter.aclose())
+
+
 # -- processes -----------------------------------------------------------------------------
 
 

@@ -606,3 +606,24 @@ class TestOverload:
     def test_a_pass_is_left_alone(self) -> None:
         passed = Outcome(True, "x", "fine")
         assert self._sure(passed, quiet_noise(0.0, 2.0, lag=0.3)) is passed
+
+    def test_a_page_that_stood_still_leaves_a_timed_failure_undecidable(self) -> None:
+        """A browser page's loop that gave no sign for PAGE_STALL (the kit's row when the
+        page did not answer as the case ended) leaves a FAIL a deadline decided
+        undecidable, with the kit's loops quiet; a shorter stall, another source's, or
+        a failure no deadline decided stands."""
+        from conformance._timing import PAGE_SOURCE, PAGE_STALL
+
+        def with_row(source: str, lag: float) -> Noise:
+            quiet = quiet_noise(0.0, 4.0)
+            return Noise((*quiet.series, LagSeries.from_rows(source, [(1.0, 1.0 + lag)])))
+
+        fail = Outcome.failed("5 events", "0 events")
+        stalled = with_row(PAGE_SOURCE, PAGE_STALL)
+        why = stalled.page_stalled()
+        assert why is not None
+        assert "the page or the browser stood still" in why
+        assert self._sure(fail, stalled).undecidable
+        assert not self._sure(fail, stalled, ran_out=False).undecidable
+        assert with_row(PAGE_SOURCE, PAGE_STALL * 0.9).page_stalled() is None
+        assert not self._sure(fail, with_row("process", PAGE_STALL * 2)).undecidable
