@@ -203,6 +203,16 @@ class TestSingleProbe:
         """A retry before the cooldown elapsed fails even when alone."""
         assert not judge("SC-BREAKER-3", [*self.wave(), self.retry(0, 0.2)], [])
 
+    def test_a_wave_that_arrived_late_counts_from_a_possible_connect_timeout(self) -> None:
+        """The first requests reached the server 0.3 s after the case began (a loaded
+        proxy): a connect begun at the start could have failed at its timeout (0.2 s)
+        and opened the breaker, so a probe a cooldown after that passes; one before it
+        still fails."""
+        timeout = policy_for("SC-BREAKER-3").connect_timeout
+        late = [attempt(f"{PATH}/w{i}", 0.3 + 0.001 * i, lasts=0.1) for i in range(10)]
+        assert judge("SC-BREAKER-3", [*late, self.retry(3, timeout + self.cooldown + 0.01)], [])
+        assert not judge("SC-BREAKER-3", [*late, self.retry(3, timeout + 0.1)], [])
+
     def test_no_probe_or_no_waiters_fails(self) -> None:
         """Without a probe, or with fewer than two waiting streams, the case fails."""
         assert not judge("SC-BREAKER-3", self.wave(), [])
