@@ -21,6 +21,12 @@ if TYPE_CHECKING:
         AdapterInfo,
         AdapterRequest,
         ClientAdapter,
+        Diagnostics,
+        HostsLibraryClients,
+        LagCollector,
+        NoiseProbe,
+        ResetLimit,
+        Startable,
         StreamCancelled,
         StreamSink,
         SyncClientAdapter,
@@ -50,14 +56,9 @@ if TYPE_CHECKING:
         policy_from_dict,
         policy_to_dict,
     )
-    from conformance._runner import (
-        DEFAULT_PROFILES,
-        CaseResult,
-        HarnessError,
-        SuiteRunner,
-        run_suite,
-        select_cases,
-    )
+    from conformance._result import CaseResult, HarnessError
+    from conformance._runner import DEFAULT_PROFILES, SuiteRunner
+    from conformance._suite import run_suite, select_cases
     from conformance._verdict import RULES, AppVerdict, Finding, Rule, judge
 
 # private module -> the public names it provides
@@ -66,6 +67,12 @@ _MODULES = {
         "AdapterInfo",
         "AdapterRequest",
         "ClientAdapter",
+        "Diagnostics",
+        "HostsLibraryClients",
+        "LagCollector",
+        "NoiseProbe",
+        "ResetLimit",
+        "Startable",
         "StreamCancelled",
         "StreamSink",
         "SyncClientAdapter",
@@ -95,15 +102,10 @@ _MODULES = {
         "policy_from_dict",
         "policy_to_dict",
     ),
-    # The runner brings up the fake servers and the proxy.
-    "_runner": (
-        "DEFAULT_PROFILES",
-        "CaseResult",
-        "HarnessError",
-        "SuiteRunner",
-        "run_suite",
-        "select_cases",
-    ),
+    "_result": ("CaseResult", "HarnessError"),
+    # The runner and the suite bring up the fake servers and the proxy.
+    "_runner": ("DEFAULT_PROFILES", "SuiteRunner"),
+    "_suite": ("run_suite", "select_cases"),
     "_verdict": ("RULES", "AppVerdict", "Finding", "Rule", "judge"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
@@ -124,17 +126,23 @@ __all__ = [
     "ClientAdapter",
     "Delivery",
     "DeliveryLog",
+    "Diagnostics",
     "ErrorKind",
     "Evidence",
     "Finding",
     "HarnessError",
+    "HostsLibraryClients",
     "JsonBody",
+    "LagCollector",
     "Level",
     "MultipartBody",
+    "NoiseProbe",
     "Outcome",
     "Profile",
     "ProfileError",
+    "ResetLimit",
     "Rule",
+    "Startable",
     "StreamCancelled",
     "StreamRequest",
     "StreamSink",

@@ -13,16 +13,25 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from conformance._case import Capability, StreamRequest
 from conformance._evidence import DeliveryLog, ErrorKind
 from conformance.reference import ClientPolicy
 
+if TYPE_CHECKING:  # annotations only: importing the servers here would load hypercorn
+    from fake_servers import Ledger
+
 __all__ = [
     "AdapterInfo",
     "AdapterRequest",
     "ClientAdapter",
+    "Diagnostics",
+    "HostsLibraryClients",
+    "LagCollector",
+    "NoiseProbe",
+    "ResetLimit",
+    "Startable",
     "StreamCancelled",
     "StreamSink",
     "SyncClientAdapter",
@@ -43,6 +52,10 @@ class AdapterInfo:
     # path to the base URL gets its provider's anyway): "openai", "responses",
     # "anthropic", "gemini"; None: the run's --streamcheck-format, else "auto".
     wire_format: str | None = None
+    # The client does all its waiting on the asyncio loop the kit runs the adapter on
+    # (asyncio or anyio sleeps, timeouts and sockets; no threads, no time.sleep), so the
+    # kit may run it in virtual time: exact verdicts at the profile's real numbers.
+    virtual_time: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,66 @@ class ClientAdapter(Protocol):
     async def online(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+# The optional hooks: an adapter that has one is told more, or asked more, by the runner
+# (``isinstance(adapter, Hook)``); one that has none is driven by the contract alone.
+
+
+@runtime_checkable
+class Startable(Protocol):
+    """An adapter with a start of its own (the exec adapter's handshake, the browser's
+    page), awaited on its loop as soon as the factory has made it; if it raises, the
+    runner closes the adapter (``aclose``) and the client did not start."""
+
+    async def start(self) -> object: ...
+
+
+@runtime_checkable
+class NoiseProbe(Protocol):
+    """An adapter whose client has a loop of its own to probe (a browser page, an exec
+    client's process, a sync client's threads): the runner turns the probe on as a case
+    starts (the ledger to record its lag into) and off as it ends (None). Called from
+    the runner's thread, not the adapter's loop."""
+
+    def measure_lag(self, ledger: Ledger | None) -> None: ...
+
+
+@runtime_checkable
+class LagCollector(Protocol):
+    """An adapter whose probe holds rows back (a page's, a process's): the runner awaits
+    this as a case ends, before it reads the case's noise, within the case's limit."""
+
+    async def collect_lag(self) -> None: ...
+
+
+@runtime_checkable
+class HostsLibraryClients(Protocol):
+    """An adapter that runs a library's client instances on the runner's loop (the async
+    SDK adapters): when True, that loop is probed as a hosting loop, ``sdk-loop``, not
+    the kit's own ``client`` (docs/timing.md)."""
+
+    hosts_library_clients: bool
+
+
+@runtime_checkable
+class ResetLimit(Protocol):
+    """An adapter whose ``reset`` may take longer than the runner's command limit by its
+    own limits (the browser's page reopened): the runner waits that long, plus a margin,
+    so the adapter's own message is the one a user sees."""
+
+    @property
+    def reset_limit(self) -> float:
+        """Seconds ``reset`` may take."""
+        ...
+
+
+@runtime_checkable
+class Diagnostics(Protocol):
+    """An adapter that can tell about its client (the exec adapter: its state and last
+    stderr lines); added to a harness error's message, never hiding it."""
+
+    def diagnostics(self) -> str: ...
 
 
 class SyncClientAdapter:

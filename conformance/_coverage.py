@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from conformance._json import fields_json
-from conformance._runner import SKIPS
+from conformance._result import SKIPS
 
 __all__ = ["GRADES", "AreaGrade", "Coverage", "Grade", "coverage"]
 
@@ -53,7 +53,7 @@ class Coverage:
     selected: int  # cases the run was asked to play
     applicable: int  # selected cases whose rule applies to the client's profiles
     judged: int  # PASS, FAIL or NON-STRICT
-    skipped: dict[str, int]  # UNSUPPORTED cases by why (conformance._runner.SkipKind)
+    skipped: dict[str, int]  # UNSUPPORTED cases by why (conformance._result.SkipKind)
     conformant: bool
     why_not: tuple[str, ...]  # why the run is not conformant; empty when it is
     areas: tuple[AreaGrade, ...]

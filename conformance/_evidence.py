@@ -76,11 +76,14 @@ class DeliveryLog:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._items: list[Delivery] = []
+        self.on_change: Callable[[], None] | None = None  # as ``Ledger.on_change``
 
     def record(self, delivery: Delivery) -> None:
         with self._cond:
             self._items.append(delivery)
             self._cond.notify_all()
+            if self.on_change is not None:
+                self.on_change()
 
     def add(
         self, stream: str, kind: DeliveryKind, *, at: float | None = None, **fields: Any

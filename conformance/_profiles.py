@@ -9,6 +9,7 @@ cannot be configured is run at the real timing.
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -39,12 +40,15 @@ __all__ = [
     "policy_to_dict",
 ]
 
-Timing = Literal["test", "real"]
+# "virtual": the profile's real numbers on a virtual clock (``fake_servers._virtual``),
+# for a client that does all its waiting on the kit's event loop.
+Timing = Literal["test", "real", "virtual"]
 TRANSPORTS = ("get", "post")
 # What a profile may claim and still be judged within a case: the suite has to see
 # the stall detected, the breaker open and the client give up.
 MAX_PROFILE_SECONDS = 3600.0  # every duration of the policy, caps included
 MAX_PROFILE_COUNT = 100  # max_attempts, breaker threshold and min_throughput
+MIN_TEST_SECONDS = 0.001  # test timing's floor: loop timers wake no finer; half the 2 ms POLL
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class Profile:
             _check_judgeable(self.policy)
         except PolicyError as error:
             raise _under(error, "policy") from None
+        _check_test_floor(self.policy, scale)
 
     @property
     def key(self) -> str:
@@ -105,10 +110,12 @@ def _check_transports(transports: object) -> None:
         )
 
 
-def _check_judgeable(policy: ClientPolicy) -> None:
-    """Refuse a claim the suite cannot check within a case (1e308 s stall timeouts)."""
-    durations = {
-        "backoff.base": policy.backoff.base,
+def _durations(policy: ClientPolicy) -> dict[str, float]:
+    """Every duration of the policy by its field, caps included (0: none)."""
+    b = policy.backoff
+    return {
+        "backoff.base": b.base,
+        **{f"backoff.caps[{first}]": cap for first, cap in b.caps},
         "breaker.cooldown": policy.breaker.cooldown,
         "breaker.window": policy.breaker.window,
         "retry_after_cap": policy.retry_after_cap,
@@ -116,8 +123,40 @@ def _check_judgeable(policy: ClientPolicy) -> None:
         "stall_check_interval": policy.stall_check_interval,
         "connect_timeout": policy.connect_timeout,
         "first_chunk_timeout": policy.first_chunk_timeout or 0.0,
-        "backoff.caps": max(cap for _, cap in policy.backoff.caps),
     }
+
+
+def _check_test_floor(policy: ClientPolicy, scale: float) -> None:
+    """Refuse a ``test_scale`` that makes a duration of the policy shorter than the kit
+    can time (MIN_TEST_SECONDS): its cases would judge the kit's own granularity."""
+    nonzero = {name: s for name, s in _durations(policy).items() if 0 < s < math.inf}
+    if not nonzero:
+        return
+    name, shortest = min(nonzero.items(), key=lambda item: item[1])
+    if shortest * scale >= MIN_TEST_SECONDS:
+        return
+    least = _round_up(MIN_TEST_SECONDS / shortest)
+    raise PolicyError(
+        "test_scale",
+        f"{scale!r} scales {name} ({shortest:g} s) to {shortest * scale:.3g} s, below the "
+        f"{MIN_TEST_SECONDS * 1000:g} ms the kit can time; "
+        + (
+            f"the smallest test_scale for this policy is {least:g}"
+            if least <= 1
+            else f"{name} itself is below it at any scale"
+        ),
+    )
+
+
+def _round_up(value: float) -> float:
+    """``value`` rounded up to three significant digits (a scale that is enough)."""
+    step = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return math.ceil(value / step - 1e-9) * step
+
+
+def _check_judgeable(policy: ClientPolicy) -> None:
+    """Refuse a claim the suite cannot check within a case (1e308 s stall timeouts)."""
+    durations = _durations(policy)
     for name, seconds in durations.items():
         if seconds > MAX_PROFILE_SECONDS:
             expected = f"seconds in (0, {MAX_PROFILE_SECONDS:g}] for a profile"

@@ -25,11 +25,12 @@ import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from fake_servers import Attempt
+from fake_servers import Attempt, Connection
 from fake_servers._noise import PROBE_INTERVAL
+from fake_servers._virtual import TICK
 
 __all__ = [
     "AT_ONCE",
@@ -51,6 +52,7 @@ __all__ = [
     "Noise",
     "Wait",
     "at_once",
+    "connection_windows",
     "decide",
     "describe_waits",
     "ms",
@@ -215,9 +217,16 @@ class Noise:
 
     series: tuple[LagSeries, ...] = ()
     client_probed: bool = True
+    # Virtual time (``fake_servers._virtual``): the stamps are the client's own moments,
+    # on one clock, with nothing between them and the client: every allowance is the
+    # clock's tick (1 microsecond), the rounding of a stamp.
+    exact: bool = False
     hops: Mapping[int, tuple[float, float]] = field(default_factory=dict)
     # by attempt ``seq``: when its response head reached the client's code at the latest
     heads: Mapping[int, float] = field(default_factory=dict)
+    # by attempt ``seq``: the window [earliest, latest] in which the proxy accepted the new
+    # connection the attempt came on (``connection_windows``; absent: not known)
+    opened: Mapping[int, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
     def from_ledger(
@@ -227,9 +236,27 @@ class Noise:
         client_probed: bool = True,
         hops: Mapping[int, tuple[float, float]] | None = None,
         heads: Mapping[int, float] | None = None,
+        opened: Mapping[int, tuple[float, float]] | None = None,
     ) -> Noise:
         series = tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items()))
-        return cls(series, client_probed, dict(hops or {}), dict(heads or {}))
+        return cls(
+            series,
+            client_probed,
+            hops=dict(hops or {}),
+            heads=dict(heads or {}),
+            opened=dict(opened or {}),
+        )
+
+    def linked(self, attempts: Sequence[Attempt], connections: Sequence[Connection]) -> Noise:
+        """This noise with each attempt's new connection, where the records tie them
+        (``connection_windows``): the waits then end where the client acted."""
+        windows = connection_windows(attempts, connections)
+        return replace(self, opened=windows) if windows else self
+
+    def opened_window(self, attempt: Attempt) -> tuple[float, float] | None:
+        """When the proxy accepted the new connection ``attempt`` came on, at the earliest
+        and at the latest, if the records tie it to one (``connection_windows``)."""
+        return self.opened.get(attempt.seq)
 
     def hop_out(self, attempt: Attempt) -> float:
         """Seconds ``attempt``'s request spent on its way out of the client (0: unknown)."""
@@ -261,6 +288,8 @@ class Noise:
     def upper_slack(self, *moments: tuple[float, float]) -> float:
         """Allowance above an upper bound for a path that crossed the loops at ``moments``
         (each a (start, end) window): the quiet floor plus the measured lag."""
+        if self.exact:
+            return TICK
         if not self.measured:
             return UNMEASURED_SLACK
         return self._floored(PATH_FLOOR + LAG_FACTOR * sum(self.lag(a, b) for a, b in moments))
@@ -274,6 +303,8 @@ class Noise:
         380 ms late, one after another, most of them past the reach of the stall. A
         queueing loop (``QUEUEING_SOURCES``) also counts how long it had been busy
         without a break at ``end`` (``LagSeries.busy_until``), up to the wait's length."""
+        if self.exact:
+            return TICK
         if not self.measured:
             return UNMEASURED_SLACK
         lags = at_start = busy = 0.0
@@ -292,6 +323,8 @@ class Noise:
 
     def worst_slack(self) -> float:
         """``upper_slack`` for a moment not known: the worst lag of the whole case."""
+        if self.exact:
+            return TICK
         if not self.measured:
             return UNMEASURED_SLACK
         return self._floored(PATH_FLOOR + LAG_FACTOR * sum(s.longest for s in self.series))
@@ -301,6 +334,8 @@ class Noise:
 
     def lower_slack(self, stamp: float) -> float:
         """Allowance below a lower bound measured from a server stamp taken at ``stamp``."""
+        if self.exact:
+            return TICK
         return LOWER_FLOOR + LAG_FACTOR * self.source_lag("server", stamp)
 
     def summary(self) -> dict[str, dict[str, float]]:
@@ -362,6 +397,8 @@ class Noise:
 
     def headline(self) -> str:
         """One line for failure texts: each loop's p99 and worst lag."""
+        if self.exact:
+            return "virtual time: every stamp exact"
         if not self.measured:
             return "harness lag not measured"
         parts = []
@@ -413,8 +450,16 @@ def wait_from(
     noise: Noise,
     back: float = 0.0,
     out: float = 0.0,
+    opened: tuple[float, float] | None = None,
 ) -> Wait:
     """The wait between a failure and the next attempt, from any pair of stamps.
+
+    The wait ends where the client acted: at the earliest sign of the next attempt on
+    the path. That is its arrival at the server (less its measured way out), or, when
+    it came on a new connection (``opened``), the proxy's accept of that connection:
+    the rest of the connection's set-up (the proxy connecting upstream, the server
+    taking the connection in, the request crossing both) is path, not the client's
+    delay. Load only ever makes a stamp later, so the earliest sign is the one to end at.
 
     Args:
         reacted_after: The latest stamp the failure can be said to be complete at (the
@@ -428,12 +473,166 @@ def wait_from(
             least wait never passes a late client for the kit's sake).
         out: The measured hop of the next request's way out, before ``next_at``: the
             client's delay ended that much earlier, so it comes off both ends.
+        opened: When the proxy accepted the new connection the next attempt came on, at
+            the earliest and at the latest (``Noise.opened_window``). The least wait
+            ends at the earliest (the accept can trail the client's connect by the
+            path's floor and the lag there, which the slack counts); the most at the
+            latest, once every connection it can be was opened after the failure could
+            be seen: a connection opened for the retry is the retry.
     """
     measured = next_at - reacted_after
-    slack = noise.wait_slack(reacted_after, next_at)
-    least = measured - slack - back - out
-    most = next_at - out - reacted_at_most_after + noise.lower_slack(reacted_at_most_after)
+    acted_least = acted_most = next_at - out
+    if opened is not None:
+        earliest, latest = opened
+        acted_least = min(acted_least, earliest)
+        if earliest >= reacted_at_most_after:
+            acted_most = min(acted_most, latest)
+    # Tolerance: the wait's slack at the moment it ends (PATH_FLOOR plus the lag measured
+    # near it): at an accept, the loopback handshake and the proxy loop's lateness; at
+    # an arrival, the whole path. ``most`` needs none past ``lower_slack``: an accept
+    # and an arrival both come after the client acted.
+    slack = noise.wait_slack(reacted_after, acted_least)
+    least = acted_least - reacted_after - slack - back
+    most = acted_most - reacted_at_most_after + noise.lower_slack(reacted_at_most_after)
     return Wait(min(least, most), most, measured, noise.measured)
+
+
+def connection_windows(
+    attempts: Sequence[Attempt], connections: Sequence[Connection]
+) -> dict[int, tuple[float, float]]:
+    """For each attempt (by ``seq``), the window in which the proxy accepted the new
+    connection it came on: ``(earliest, latest)``, both proxy stamps. Empty when the
+    records do not tie attempts to connections.
+
+    The ledger keeps a connection's accept and a request's arrival apart (the proxy
+    and the server stamp them), so the tie is deduced, and only where it is forced.
+    The premise: every attempt came on a connection of its own. It is taken to hold
+    when there are exactly as many connections as attempts and each carried bytes up;
+    a client that reuses connections (keep-alive, HTTP/2) leaves fewer connections
+    than attempts, nothing is tied, and its waits end at the arrivals as before.
+
+    What ties them: a connection is accepted before anything on it arrives, and one
+    that carried an answer down closed after its request arrived (the server stamps
+    the arrival before it writes a byte, and the proxy closes after forwarding them).
+    An attempt's connection is then any one it can have in some matching of every
+    attempt to a connection of its own (an edge of some perfect matching: one
+    matching, then the alternating cycles through it). The window spans those. When
+    no matching exists the premise is false, and nothing is tied.
+    """
+    n = len(attempts)
+    if not n or n != len(connections) or any(c.bytes_up <= 0 for c in connections):
+        return {}
+    conns = sorted(connections, key=lambda c: c.opened_at)
+    order = sorted(attempts, key=lambda a: (a.arrived_at, a.seq))
+    opens = [c.opened_at for c in conns]
+    adjacent = [
+        [j for j in range(bisect.bisect_right(opens, a.arrived_at)) if _can_carry(conns[j], a)]
+        for a in order
+    ]
+    owner = _perfect_matching(adjacent, n)
+    if owner is None:
+        return {}
+    mine = {x: j for j, x in enumerate(owner)}
+    # x -> y: attempt x can take y's connection; an edge is in some perfect matching
+    # when the arc lies on a cycle, i.e. x and y share a strongly connected component.
+    arcs = [[owner[j] for j in adjacent[x] if owner[j] != x] for x in range(n)]
+    component = _components(arcs)
+    windows: dict[int, tuple[float, float]] = {}
+    for x, a in enumerate(order):
+        feasible = [opens[mine[x]]] + [
+            opens[mine[y]] for y in arcs[x] if component[y] == component[x]
+        ]
+        windows[a.seq] = (min(feasible), max(feasible))
+    return windows
+
+
+def _can_carry(c: Connection, a: Attempt) -> bool:
+    """Whether ``c`` (accepted before ``a`` arrived) can have carried ``a``: not if it
+    forwarded an answer down and closed before ``a`` arrived. Tolerance 0: the stamps'
+    order is causal (the answer is written after the arrival's stamp, the close stamped
+    after forwarding it), and equal stamps (a virtual clock) count as possible."""
+    return c.bytes_down <= 0 or c.closed_at is None or a.arrived_at <= c.closed_at
+
+
+def _perfect_matching(adjacent: Sequence[Sequence[int]], n: int) -> list[int] | None:
+    """For each of ``n`` connections, the attempt it is matched to in a perfect matching
+    of attempts to their ``adjacent`` connections (augmenting paths); None if none."""
+    owner = [-1] * n
+    for root in range(n):
+        # An augmenting path from ``root``, searched depth first without recursion.
+        parent: dict[int, tuple[int, int]] = {}  # connection -> (attempt, its previous)
+        seen: set[int] = set()
+        stack: list[tuple[int, int]] = [(root, -1)]  # (attempt, the connection it came by)
+        found = -1
+        while stack and found < 0:
+            x, _ = stack.pop()
+            for j in adjacent[x]:
+                if j in seen:
+                    continue
+                seen.add(j)
+                parent[j] = (x, -1)
+                if owner[j] < 0:
+                    found = j
+                    break
+                stack.append((owner[j], j))
+        if found < 0:
+            return None
+        # Walk back: each connection on the path goes to the attempt that reached it.
+        j = found
+        while True:
+            x = parent[j][0]
+            previous = next((k for k, o in enumerate(owner) if o == x), -1)
+            owner[j] = x
+            if previous < 0:
+                break
+            j = previous
+    return owner
+
+
+def _components(arcs: Sequence[Sequence[int]]) -> list[int]:
+    """Each node's strongly connected component (Tarjan's algorithm, without recursion)."""
+    n = len(arcs)
+    index = [-1] * n
+    low = [0] * n
+    component = [-1] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = components = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work: list[tuple[int, int]] = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            recurse = False
+            for k in range(i, len(arcs[v])):
+                w = arcs[v][k]
+                if index[w] < 0:
+                    work.append((v, k + 1))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    component[w] = components
+                    if w == v:
+                        break
+                components += 1
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    return component
 
 
 def seen_from(a: Attempt) -> float:
@@ -451,7 +650,8 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
     """How long the client waited between the failed attempt ``prev`` and ``nxt``.
 
     The one measurement of a wait: the backoff cases, the retry cases and the
-    app-level verdict all call it.
+    app-level verdict all call it. When ``nxt`` came on a new connection the records
+    tie to it (``Noise.opened``), the wait ends at that connection's accept.
 
     Args:
         prev: The failed attempt.
@@ -461,7 +661,15 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
     """
     earliest = max(prev.arrived_at + held, seen_from(prev))
     end = prev.ended_at if prev.ended_at is not None else earliest
-    return wait_from(end, earliest, nxt.arrived_at, noise, noise.hop_back(prev), noise.hop_out(nxt))
+    return wait_from(
+        end,
+        earliest,
+        nxt.arrived_at,
+        noise,
+        noise.hop_back(prev),
+        noise.hop_out(nxt),
+        noise.opened_window(nxt),
+    )
 
 
 def decide(wait: Wait, low: float, high: float, resolution: float) -> Decision:

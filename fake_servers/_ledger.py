@@ -333,7 +333,7 @@ class AttemptWriter(_Writer):
         """
         live, ledger = self._live, self._ledger
         data_events = live.log.extend(events, at)
-        if events and (ledger._waiting or live.record.first_byte_at is None):
+        if events and (ledger._waiting or ledger.on_change or live.record.first_byte_at is None):
             ledger._events_added(self._key, at)
         return data_events
 
@@ -391,6 +391,9 @@ class Ledger:
         self._store = _Store()
         self._generation = 0  # bumped by clear(); stale writers stop writing
         self._waiting = 0  # threads in wait_for: events notify only when someone waits
+        # Called (under the lock, so briefly) at every change a wait may be waiting on:
+        # the kit's virtual-time runs wake a case's waits by it rather than polling.
+        self.on_change: Callable[[], None] | None = None
 
     # -- reading -----------------------------------------------------------
     def attempts(self, path: str | None = None) -> tuple[Attempt, ...]:
@@ -480,7 +483,7 @@ class Ledger:
         with self._cond:
             self._store = _Store()
             self._generation += 1
-            self._cond.notify_all()
+            self._changed()
 
     # -- writing (server and proxy) -----------------------------------------
     def open_attempt(
@@ -511,7 +514,7 @@ class Ledger:
             )
             live = _LiveAttempt(attempt)
             store.attempts.append(live)
-            self._cond.notify_all()
+            self._changed()
             return AttemptWriter(self, self._key(len(store.attempts) - 1), live)
 
     def open_connection(
@@ -526,7 +529,7 @@ class Ledger:
                 fault=fault,
             )
             store.connections.append(conn)
-            self._cond.notify_all()
+            self._changed()
             return ConnectionWriter(self, self._key(len(store.connections) - 1))
 
     def record_lag(self, source: str, due: float, woke: float) -> None:
@@ -555,6 +558,11 @@ class Ledger:
             was_out, was_back = self._store.hops.get(seq, (0.0, 0.0))
             self._store.hops[seq] = (max(was_out, out), max(was_back, back))
 
+    def _changed(self) -> None:
+        self._cond.notify_all()
+        if self.on_change is not None:
+            self.on_change()
+
     def _key(self, index: int) -> int:
         # The generation in the high bits lets a writer from before clear() go quiet.
         return (self._generation << 32) | index
@@ -574,7 +582,7 @@ class Ledger:
                 return
             live = self._store.attempts[i]
             live.record = _changed(live.record, changes)
-            self._cond.notify_all()
+            self._changed()
 
     def _append_event(self, key: int, event: SentEvent) -> None:
         with self._cond:
@@ -585,7 +593,7 @@ class Ledger:
             live.log.add(event.index, event.kind, event.id, event.data, event.at)
             if live.record.first_byte_at is None:
                 live.record = _changed(live.record, {"first_byte_at": event.at})
-            self._cond.notify_all()
+            self._changed()
 
     def _events_added(self, key: int, at: float) -> None:
         with self._cond:
@@ -595,7 +603,7 @@ class Ledger:
             live = self._store.attempts[i]
             if live.record.first_byte_at is None:
                 live.record = _changed(live.record, {"first_byte_at": at})
-            self._cond.notify_all()
+            self._changed()
 
     def _set_source(self, key: int, source: Callable[[int], str]) -> None:
         with self._cond:
@@ -611,7 +619,7 @@ class Ledger:
             live = self._store.attempts[i]
             changes = {"end": end, "ended_at": at, "note": note or live.record.note}
             live.record = _changed(live.record, changes)
-            self._cond.notify_all()
+            self._changed()
 
     def _add_bytes(self, key: int, up: int, down: int) -> None:
         with self._cond:
@@ -632,4 +640,4 @@ class Ledger:
             self._store.connections[i] = replace(
                 self._store.connections[i], closed_by=by, closed_at=at
             )
-            self._cond.notify_all()
+            self._changed()

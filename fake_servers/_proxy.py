@@ -26,7 +26,9 @@ from urllib.parse import urlsplit
 
 from fake_servers._clock import now
 from fake_servers._ledger import Connection, ConnectionEnd, ConnectionWriter, Ledger
+from fake_servers._listen import listening_socket
 from fake_servers._noise import LagProbe
+from fake_servers._virtual import kit_calls
 
 __all__ = ["Direction", "Fault", "FaultKind", "FaultProxy"]
 
@@ -48,6 +50,7 @@ _FLUSH_LIMIT = 0.25  # longest wait for the client's kernel to have our bytes be
 _FLUSH_POLL = 0.001
 _CLOSE_LIMIT = 0.25  # longest wait for a graceful close before aborting
 _CONTROL_TIMEOUT = 5.0
+_BACKLOG = 100  # asyncio.start_server's own default
 _SIOCOUTQ = 0x5411  # Linux ioctl (TIOCOUTQ): bytes written and not yet acknowledged
 # Faults that only shape timing: an open connection can move between them mid-stream.
 _SHAPING: frozenset[FaultKind] = frozenset({"passthrough", "latency", "bandwidth"})
@@ -164,6 +167,8 @@ class FaultProxy:
         self._accepting = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._shared = False  # running on a loop it was given (see start)
+        self._listening: socket.socket | None = None  # the last listener bound
         self._lag = LagProbe(self.ledger, "proxy")
 
     @property
@@ -172,10 +177,19 @@ class FaultProxy:
         return f"http://{host}:{self.port}"
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> FaultProxy:
-        """Start the proxy thread and listen (on the same port again after a stop)."""
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> FaultProxy:
+        """Listen (on the same port again after a stop): in a thread and event loop of its
+        own, or on a running ``loop`` of another thread (the kit's virtual-time runs)."""
         if self._loop is not None:
             raise RuntimeError("the proxy is already running")
+        if loop is not None:
+            self._loop, self._shared = loop, True
+            try:
+                self._call(self._listen)
+            except BaseException:
+                self._loop, self._shared = None, False
+                raise
+            return self
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="fault-proxy", daemon=True)
         thread.start()
@@ -196,6 +210,17 @@ class FaultProxy:
             self._call(self._shutdown)
         finally:
             self._halt()
+
+    def abandon(self) -> None:
+        """Forget a shared loop that can no longer run anything (blocked by a client, or
+        closed): close the listener from here, and let the connections go with it."""
+        if not self._shared:
+            return
+        self._server, self._accepting = None, False
+        self._links.clear()
+        if self._listening is not None:
+            self._listening.close()
+        self._halt()
 
     def __enter__(self) -> FaultProxy:
         return self if self._loop is not None else self.start()  # `with proxy.start():` works
@@ -218,10 +243,17 @@ class FaultProxy:
 
     def offline(self) -> None:
         """Close the listener (new connects are refused) and RST every open connection."""
+        if self._here():  # the links' tasks then end on their own, after the RSTs
+            self._close_listener()
+            self._end_links("offline")
+            return
         self._call(self._go_offline)
 
     def online(self) -> None:
         """Listen again, on the same port."""
+        if self._here():
+            self._listen_now()
+            return
         self._call(self._listen)
 
     def set_fault(self, fault: Fault) -> None:
@@ -267,12 +299,47 @@ class FaultProxy:
     def _call(self, action: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
         if self._loop is None:
             raise RuntimeError("the proxy is not running; call start() first")
-        future = asyncio.run_coroutine_threadsafe(action(), self._loop)
+        if self._here():
+            raise RuntimeError("a blocking proxy control was called on the proxy's own loop")
+        with kit_calls():
+            future = asyncio.run_coroutine_threadsafe(action(), self._loop)
         return future.result(_CONTROL_TIMEOUT)
+
+    def _here(self) -> bool:
+        """Whether the caller runs on the proxy's loop (a case on a shared, virtual loop):
+        the controls then act at once, with no hop between threads to wait for."""
+        return self._loop is not None and asyncio._get_running_loop() is self._loop
+
+    def _listen_now(self) -> None:
+        """``_listen`` from the proxy's own loop: bound and listening when this returns.
+
+        Given a bound socket, ``asyncio.start_server`` starts serving before its one
+        bare pass of the loop (``sleep(0)``); a task takes that pass and finishes it (a
+        started coroutine cannot be awaited, so it is resumed by hand).
+        """
+        listen = self._listen()
+        try:
+            if listen.send(None) is not None:  # waiting on a future: never for a socket
+                listen.close()
+                raise RuntimeError("the proxy could not listen at once")
+        except StopIteration:
+            return
+        assert self._loop is not None
+        self._loop.create_task(self._finish_listen(listen))
+
+    async def _finish_listen(self, listen: Coroutine[Any, Any, None]) -> None:
+        with contextlib.suppress(StopIteration):
+            while True:  # each pass it asks for, until it returns
+                await asyncio.sleep(0)
+                if listen.send(None) is not None:
+                    listen.close()
+                    raise RuntimeError("the proxy's listener waited on a future")
+        if not self._accepting:  # offline() came before this pass: close what listens
+            self._close_listener()
 
     def _on_loop(self, change: Callable[[], None]) -> None:
         """Apply a state change on the proxy's loop, or right here when it is not running."""
-        if self._loop is None:
+        if self._loop is None or self._here():
             change()
             return
 
@@ -284,7 +351,8 @@ class FaultProxy:
     def _halt(self) -> None:
         loop, thread = self._loop, self._thread
         self._loop = self._thread = None
-        if loop is None or thread is None:
+        self._shared = False
+        if loop is None or thread is None:  # a shared loop runs on, its owner's to stop
             return
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
@@ -296,13 +364,18 @@ class FaultProxy:
             return
         self._accepting = True  # before binding: the first accept may run inside start_server
         try:
-            self._server = await asyncio.start_server(
-                self._accept, self.host, self.port, reuse_address=True
-            )
+            # Bound here, not by start_server: given a socket it never waits for a
+            # resolver, so _listen_now can run it to its last pass at once.
+            self._server = await asyncio.start_server(self._accept, sock=self._bind())
         except BaseException:
             self._accepting = False
             raise
-        self.port = self._server.sockets[0].getsockname()[1]
+
+    def _bind(self) -> socket.socket:
+        sock = listening_socket(self.host, self.port, _BACKLOG)
+        self.port = sock.getsockname()[1]
+        self._listening = sock
+        return sock
 
     async def _go_offline(self) -> None:
         self._close_listener()
@@ -313,6 +386,8 @@ class FaultProxy:
         self._lag = LagProbe(self.ledger, "proxy")  # for a start() after this stop
         self._close_listener()
         await self._cut_all("proxy")
+        if self._shared:  # the other tasks on the loop are the server's and the client's
+            return
         me = asyncio.current_task()
         rest = [task for task in asyncio.all_tasks() if task is not me]
         for task in rest:  # e.g. connections the loop was still accepting
@@ -326,11 +401,14 @@ class FaultProxy:
         if server is not None:
             server.close()  # closes the listening socket now: connects are refused from here
 
-    async def _cut_all(self, by: ConnectionEnd) -> None:
+    def _end_links(self, by: ConnectionEnd) -> list[_Link]:
         links = list(self._links)
         for link in links:
             link.end(by, reset=True)
-        tasks = [link.task for link in links]
+        return links
+
+    async def _cut_all(self, by: ConnectionEnd) -> None:
+        tasks = [link.task for link in self._end_links(by)]
         if not tasks:
             return
         _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_LIMIT * 2)

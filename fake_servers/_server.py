@@ -10,6 +10,7 @@ client stopped reading.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import socket
@@ -26,8 +27,10 @@ from fake_servers._app import ScriptPlayer, build_app, check_wire_format
 from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
+from fake_servers._listen import listening_socket
 from fake_servers._noise import LagProbe
 from fake_servers._script import Endpoint, Method, Scenario, Step, Then
+from fake_servers._virtual import kit_calls
 
 __all__ = ["FakeServer", "ServerError"]
 
@@ -81,6 +84,7 @@ class FakeServer:
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._connections: _Connections | None = None  # the running server's, for stop()
+        self._hosted: concurrent.futures.Future[None] | None = None  # serving on a given loop
 
     # -- the script ----------------------------------------------------------------
     @property
@@ -96,6 +100,11 @@ class FakeServer:
     def wire_format(self, name: str) -> None:
         check_wire_format(name)
         self._player.wire_format = name
+
+    @property
+    def hosted_on(self) -> asyncio.AbstractEventLoop | None:
+        """The loop it was given to serve on (``start(loop=...)``), while it serves there."""
+        return self._loop if self._hosted is not None else None
 
     @property
     def url(self) -> str:
@@ -145,51 +154,72 @@ class FakeServer:
             raise ServerError(f"the fake server's app failed: {error!r}") from error
 
     # -- running ---------------------------------------------------------------------
-    def start(self) -> FakeServer:
-        """Bind, start the server thread, and return once it accepts connections."""
-        if self._thread is not None:
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> FakeServer:
+        """Bind, start serving, and return once it accepts connections.
+
+        With no ``loop``, the server runs in a thread and event loop of its own. With a
+        running ``loop`` (in another thread), it serves there: the kit's virtual-time
+        runs put the server, the proxy and the client on one loop, and so one clock.
+        """
+        if self._thread is not None or self._hosted is not None:
             return self
         vocabulary(self.scenario.seed)  # build the words now, not in the first request
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host, self.port))
-            sock.listen(BACKLOG)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            raise
-        self._sock = sock
-        self.port = sock.getsockname()[1]
+        sock = self._bind()
         self._ready.clear()
         self._failure = None
-        self._thread = threading.Thread(
-            target=self._run, args=(sock,), name=f"fake-server:{self.port}", daemon=True
-        )
-        self._thread.start()
+        if loop is None:
+            self._thread = threading.Thread(
+                target=self._run, args=(sock,), name=f"fake-server:{self.port}", daemon=True
+            )
+            self._thread.start()
+        else:
+            with kit_calls():
+                self._hosted = asyncio.run_coroutine_threadsafe(self._hosted_serve(sock), loop)
         if not self._ready.wait(_START_TIMEOUT) or self._failure is not None:
             self.stop()
             raise ServerError(f"fake server on {self.url} did not start") from self._failure
         return self
 
+    def _bind(self) -> socket.socket:
+        sock = listening_socket(self.host, self.port, BACKLOG)
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        return sock
+
     def stop(self) -> None:
         """Cut open streams (ending them as ``server_stopped``) and shut down; idempotent."""
-        thread, loop, stopping = self._thread, self._loop, self._stopping
-        if thread is None:
+        thread, hosted, loop, stopping = self._thread, self._hosted, self._loop, self._stopping
+        if thread is None and hosted is None:
             return
         if loop is not None and stopping is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
+            with contextlib.suppress(RuntimeError), kit_calls():  # the loop already ended
                 loop.call_soon_threadsafe(stopping.set)
         open_connections = len(self._connections or ())
-        thread.join(_STOP_TIMEOUT + open_connections * _STOP_PER_CONNECTION)
-        self._thread = self._loop = self._stopping = None
+        limit = _STOP_TIMEOUT + open_connections * _STOP_PER_CONNECTION
+        if thread is not None:
+            thread.join(limit)
+        elif hosted is not None:
+            with contextlib.suppress(Exception):  # a stop that failed is reported below
+                hosted.result(limit)
+        self._thread = self._loop = self._stopping = self._hosted = None
         self._lag = LagProbe(self.ledger, "server")  # asyncio.run cancelled the old one
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        if thread.is_alive():  # shutdown is bounded (see _STOP_TIMEOUT); this would be a bug
-            raise ServerError(f"fake server thread {thread.name} did not stop")
+        if (thread is not None and thread.is_alive()) or (hosted is not None and not hosted.done()):
+            # shutdown is bounded (see _STOP_TIMEOUT); this would be a bug
+            raise ServerError(f"fake server on {self.url} did not stop")
+
+    def abandon(self) -> None:
+        """Forget the loop it was given to serve on, which can no longer run anything
+        (blocked by a client, or closed): close the listener from here."""
+        if self._hosted is None:
+            return
+        self._hosted = self._loop = self._stopping = None
+        self._lag = LagProbe(self.ledger, "server")
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
     def __enter__(self) -> FakeServer:
         return self.start()
@@ -203,7 +233,7 @@ class FakeServer:
         self.stop()
 
     def __repr__(self) -> str:
-        state = "running" if self._thread is not None else "stopped"
+        state = "running" if self._thread is not None or self._hosted else "stopped"
         return f"<FakeServer {self.url} {state}>"
 
     # -- the server thread -------------------------------------------------------------
@@ -211,6 +241,13 @@ class FakeServer:
         try:
             asyncio.run(self._serve(sock))
         except BaseException as error:  # report to start(), never kill the process
+            self._failure = error
+            self._ready.set()
+
+    async def _hosted_serve(self, sock: socket.socket) -> None:
+        try:
+            await self._serve(sock)
+        except BaseException as error:  # report to start(), never kill the loop
             self._failure = error
             self._ready.set()
 

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
-from conformance._runner import HarnessError
+from conformance._result import HarnessError
 from conformance._timing import PAGE_SOURCE
 from conformance.reference import ClientPolicy
 from fake_servers import now

@@ -94,6 +94,7 @@ def noise_of(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     measured = 0
     rejudged: list[dict[str, Any]] = []
     inconclusive: list[str] = []
+    exact = 0
     for case in cases:
         cid = str(case.get("id"))
         if case.get("rejudged"):
@@ -102,6 +103,7 @@ def noise_of(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             )
         if case.get("verdict") == "INCONCLUSIVE":
             inconclusive.append(cid)
+        exact += case.get("timing") == "virtual"  # no noise to measure: exact stamps
         noise = case.get("noise")
         if not isinstance(noise, Mapping) or not noise:
             continue
@@ -125,6 +127,7 @@ def noise_of(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                 if isinstance(value, int | float) and value > worst[f"worst_{stat}"]:
                     worst[f"worst_{stat}"], worst[f"worst_{stat}_case"] = value, cid
     return {
+        "cases_exact": exact,
         "cases_measured": measured,
         "loops": dict(sorted(loops.items())),
         "rejudged": rejudged,
@@ -469,6 +472,11 @@ def _check_complete(v: Verification, report: Mapping[str, Any], covered: Mapping
 def _phrase_timing(report: Mapping[str, Any]) -> str:
     if report.get("timing") == "real":
         return "at real timing (the profile's own durations)"
+    if report.get("timing") == "virtual":
+        return (
+            "in virtual time at the profile's own durations (the server, the proxy and the "
+            "client on one clock: every timing exact)"
+        )
     scales = sorted({str(p.get("test_scale")) for p in report.get("profiles") or []})
     return (
         f"at test timing (every duration of the profile scaled by {'/'.join(scales)}, ratios kept)"
@@ -541,7 +549,15 @@ def _conclusions(
         ),
         *(
             ["behaviour at the profile's real durations (this run used test timing)"]
-            if report.get("timing") != "real"
+            if report.get("timing") not in ("real", "virtual")
+            else []
+        ),
+        *(
+            [
+                "behaviour in real time: this run used virtual time, so the machine's "
+                "scheduling and the network path's delays were not part of it"
+            ]
+            if report.get("timing") == "virtual"
             else []
         ),
         "behaviour on other networks: every fault was scripted by the kit's fake servers "

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
-from conformance._runner import HarnessError
+from conformance._result import HarnessError
 from conformance._timing import PROCESS_SOURCE
 from conformance.reference import ClientPolicy
 from fake_servers import now

@@ -11,7 +11,7 @@ import pytest
 from _pytest._code.code import TerminalRepr  # the type pytest's repr_failure returns
 
 from conformance._case import Case, Verdict
-from conformance._runner import CaseResult, HarnessError
+from conformance._result import CaseResult, HarnessError
 from pytest_streamcheck._render import cap, render_failure
 from pytest_streamcheck._select import SUITE, case_marks
 from pytest_streamcheck._session import StreamcheckSession

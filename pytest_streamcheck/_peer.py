@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance._adapter import AdapterInfo, StreamSink
-from conformance._runner import HarnessError
+from conformance._result import HarnessError
 from pytest_streamcheck._exec_protocol import REPLIES
 
 __all__ = ["OpenStream", "Peer"]

@@ -53,6 +53,7 @@ class ReferenceAdapter:
         name="streamcheck-reference",
         version=__version__,
         capabilities=frozenset(CAPABILITIES),
+        virtual_time=True,  # on the kit's clock (``clock=now``) and asyncio's sleeps
     )
 
     def __init__(self, seed: int = 0) -> None:

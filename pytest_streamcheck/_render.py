@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from conformance._coverage import AreaGrade, Coverage
-from conformance._runner import CaseResult
+from conformance._result import CaseResult
 
 __all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
 
@@ -26,6 +26,13 @@ TIMELINE_TAIL = 8
 MORE = "use -vv or the JSON report"
 
 
+def timing_phrase(timing: str) -> str:
+    """How a case's durations were played, for its failure text."""
+    if timing == "virtual":
+        return "in virtual time (its own durations, every stamp exact)"
+    return f"at {timing} timing"
+
+
 def render_failure(result: CaseResult, *, full: bool = False) -> str:
     """Requirement, source, expected, observed, and the timeline: only its first and last
     rows unless ``full`` (a jitter case's timeline has 700 rows)."""
@@ -34,7 +41,7 @@ def render_failure(result: CaseResult, *, full: bool = False) -> str:
         f"{case.id} [{case.level.value}] {case.title}  ->  {result.verdict.value}",
         f"requirement: {case.requirement}",
         f"source:      {case.source}",
-        f"profile:     {result.profile} at {result.timing} timing",
+        f"profile:     {result.profile} {timing_phrase(result.timing)}",
     ]
     if result.outcome is not None:
         lines += [

@@ -26,7 +26,7 @@ from pytest_streamcheck._llm import VERDICT_ROW_KEY
 from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
 
 if TYPE_CHECKING:
-    from conformance._runner import CaseResult
+    from conformance._result import CaseResult
     from pytest_streamcheck._session import StreamcheckSession
 
 __all__ = [
@@ -185,7 +185,8 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
     client: dict[str, Any] = next((r["client"] for r in rows if r.get("client")), {})
     header = (
         f"client {client.get('name', s.target)} {client.get('version', '')}; "
-        f"profiles {', '.join(p.key for p in state.profiles)}; seed {s.seed}"
+        f"profiles {', '.join(p.key for p in state.profiles)}; "
+        f"{run_timing(rows) or 'no'} timing; seed {s.seed}"
     )
     covered = run_coverage(rows, state)
     lines = render_summary(rows, header, known=bool(state.known.entries), covered=covered)
@@ -201,6 +202,13 @@ def summary_lines(rows: Sequence[dict[str, Any]], state: StreamcheckSession) -> 
     lines += _noise_lines(rows)
     lines.append(f"reproduce with --streamcheck-seed={s.seed}")
     return lines
+
+
+def run_timing(rows: Iterable[dict[str, Any]]) -> str | None:
+    """The timing the run's cases were judged at (``virtual``, ``test`` or ``real``), or
+    ``mixed``; None for a run that played nothing."""
+    timings = {r["timing"] for r in rows if r.get("timing")}
+    return None if not timings else timings.pop() if len(timings) == 1 else "mixed"
 
 
 def _noise_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -264,7 +272,7 @@ def build_report(
         "kit": {"name": "pytest-streamcheck", "version": __version__},
         "client": {**client, "target": s.target},
         "profiles": [p.to_json() for p in state.profiles],
-        "timing": rows[0]["timing"] if rows else None,
+        "timing": run_timing(rows),
         # the format the cases' plain endpoints spoke; "auto": by the request's path
         "wire_format": s.wire_format or client.get("wire_format") or "auto",
         "seed": s.seed,

@@ -9,7 +9,8 @@ from typing import Any
 from conformance._case import Case, all_cases, catalog_key
 from conformance._lanes import Lanes
 from conformance._profiles import Profile, get_profile
-from conformance._runner import DEFAULT_PROFILES, CaseResult
+from conformance._result import CaseResult
+from conformance._runner import DEFAULT_PROFILES
 from pytest_streamcheck._known import KnownFailures, parse_known_failures
 from pytest_streamcheck._settings import Settings
 from pytest_streamcheck._targets import load_target

@@ -50,7 +50,8 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     (
         "--streamcheck-timing",
         "streamcheck_timing",
-        "auto (test timing for configurable clients), test, or real",
+        "auto (virtual for a client that runs on the kit's event loop, else test for a "
+        "configurable client, else real), virtual, test, or real",
     ),
     (
         "--streamcheck-format",
@@ -117,7 +118,7 @@ METAVARS = {
     "--streamcheck-certify": "DIR",
 }
 
-TIMINGS = ("auto", "test", "real")
+TIMINGS = ("auto", "virtual", "test", "real")
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         if s.profiles
         else f"the client's, else {DEFAULT_PROFILES.replace(',', ', ')}"
     )
-    return f"streamcheck: target={s.target} profiles={profiles} seed={s.seed}"
+    timing = s.timing or "auto"
+    return f"streamcheck: target={s.target} profiles={profiles} timing={timing} seed={s.seed}"
 
 
 def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:

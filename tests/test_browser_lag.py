@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from browser_support import PAGES, LoopThread, need_chromium
 
-from conformance._runner import run_suite
+from conformance._suite import run_suite
 from conformance._timing import Noise
 from fake_servers import FakeServer, now
 from pytest_streamcheck import _browser, _browser_host

@@ -12,7 +12,7 @@ import pytest
 from _records import request_record
 from browser_support import PAGES, need_chromium
 
-from conformance._runner import run_suite
+from conformance._suite import run_suite
 from conformance._timing import HOP_SOURCE, Noise, wait_between
 from fake_servers import Attempt, Ledger, Respond
 from pytest_streamcheck._browser import BrowserAdapter
@@ -124,7 +124,7 @@ def test_a_timer_failure_behind_a_held_request_is_undecidable() -> None:
     page's own stall timer gave up and retried (a 401 twice). With the kit's loops quiet,
     that hop makes the FAIL undecidable; without a timer that fired, the FAIL stands."""
     from conformance import Delivery, Evidence, Outcome
-    from conformance._runner import _sure
+    from conformance._rejudge import sure
 
     held = Noise.from_ledger({"server": [(1.0, 1.001)]}, hops={1: (2.1, 0.0)})
     assert held.held_in_transit() is not None
@@ -132,9 +132,9 @@ def test_a_timer_failure_behind_a_held_request_is_undecidable() -> None:
     failed = Outcome.failed("exactly 1 request for a 401", "2 requests")
     stalled = (Delivery("s1", "state", 1.5, state="stalled"),)
     timed = Evidence((attempt(1, 2.1, 2.2),), (), stalled, noise=held)
-    assert _sure(failed, timed, ran_out=False).undecidable
+    assert sure(failed, timed, ran_out=False).undecidable
     untimed = Evidence((attempt(1, 2.1, 2.2),), (), (), noise=held)
-    assert not _sure(failed, untimed, ran_out=False).undecidable
+    assert not sure(failed, untimed, ran_out=False).undecidable
 
 
 def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:

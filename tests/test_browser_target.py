@@ -24,7 +24,7 @@ from browser_support import (
 )
 
 from conformance._evidence import DeliveryLog
-from conformance._runner import HarnessError
+from conformance._result import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import FakeServer, now, stream
 from fake_servers._script import Respond

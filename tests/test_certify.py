@@ -37,6 +37,19 @@ def bundle(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     return pytester.path / "cert"
 
 
+def test_a_real_time_bundle_carries_the_measured_noise(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepare(pytester, monkeypatch)
+    pytester.runpytest(
+        *suite("reference", *CASES), "--streamcheck-timing=test", "--streamcheck-certify=cert"
+    ).assert_outcomes(passed=2)
+    manifest = _json(pytester.path / "cert" / "manifest.json")
+    assert (manifest["timing"]["mode"], manifest["noise"]["cases_measured"]) == ("test", 2)
+    assert set(manifest["noise"]["loops"]) == {"client", "proxy", "server"}
+    assert manifest["noise"]["loops"]["server"]["worst_p99_case"] in CASES
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_streamcheck", *args],
@@ -69,15 +82,15 @@ def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Pat
         "target": "reference",
     }
     assert manifest["profiles"] == ["seed-eventsource@1", "seed-fetch@1"]
-    assert manifest["timing"]["mode"] == "test"
-    assert manifest["timing"]["test_scale"] == {"seed-eventsource@1": 0.02, "seed-fetch@1": 0.02}
+    assert manifest["timing"]["mode"] == "virtual"  # the reference runs on the kit's loop
+    assert manifest["timing"]["test_scale"] is None  # the profiles' own numbers
     assert manifest["seed"] == 5
     assert {"python", "system", "machine"} <= set(manifest["platform"])
     assert manifest["selection"]["keyword"]  # the -k the run was given
     assert manifest["coverage"]["grade"] == "partial 2/2 (2 of 208 selected)"
-    assert manifest["noise"]["cases_measured"] == 2
-    assert set(manifest["noise"]["loops"]) == {"client", "proxy", "server"}
-    assert manifest["noise"]["loops"]["server"]["worst_p99_case"] in CASES
+    # virtual time: exact stamps, no noise measured (test timing's noise: below)
+    assert (manifest["noise"]["cases_exact"], manifest["noise"]["cases_measured"]) == (2, 0)
+    assert manifest["noise"]["loops"] == {}
     for name in ("report.json", "report.html", "badge.svg"):
         data = (bundle / name).read_bytes()
         assert manifest["files"][name] == {
@@ -174,10 +187,10 @@ def test_a_complete_bundle_verifies(
     assert "badge.svg: says 'conformant'" in text
     assert (
         "every applicable case (2 of the catalog's 2) was judged and passed for "
-        "streamcheck-reference 0.1.0 under profile seed-eventsource@1, seed-fetch@1 at test "
-        "timing" in text
+        "streamcheck-reference 0.1.0 under profile seed-eventsource@1, seed-fetch@1 in virtual "
+        "time at the profile's own durations" in text
     )
-    assert "behaviour at the profile's real durations (this run used test timing)" in text
+    assert "behaviour in real time: this run used virtual time" in text
     assert "behaviour on other networks" in text
     assert "they are not a signature (re-run with --streamcheck-seed=5" in text
 

@@ -18,8 +18,9 @@ from _records import request_record
 from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 
 from conformance import Delivery, Evidence, Outcome, all_cases, get_case
+from conformance._context import quiet_gc
 from conformance._profiles import get_profile
-from conformance._runner import REJUDGE_FACTORS, _quiet_gc
+from conformance._rejudge import REJUDGE_FACTORS
 from conformance._stats import (
     HERD_RANGE,
     HERD_RISK,
@@ -773,10 +774,10 @@ def test_the_runner_quiets_the_collector_for_the_many_client_cases():
         "SC-BACKOFF-11",
     }
     assert gc.get_freeze_count() == 0
-    with _quiet_gc(True):
+    with quiet_gc(True):
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
-    with _quiet_gc(False):
+    with quiet_gc(False):
         assert gc.get_freeze_count() == 0
 
 

@@ -102,7 +102,7 @@ def test_an_async_library_adapters_loop_is_probed_as_a_queueing_host(name):
     """The runner's loop runs the library's fifty instances: its probe records as
     ``sdk-loop`` (a queueing hosting loop, docs/timing.md), not as the kit's ``client``."""
     pytest.importorskip(TARGETS[name][0])
-    (result,) = run_suite(_factory(name), select=["SC-RETRY-2"])
+    (result,) = run_suite(_factory(name), select=["SC-RETRY-2"], timing="real")
     assert result.evidence is not None
     summary = result.evidence.noise.summary()
     assert summary[SDK_LOOP_SOURCE]["samples"] > 3, summary

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conformance._coverage import GRADES, coverage
-from conformance._runner import SKIPS
+from conformance._result import SKIPS
 
 CATALOG = {"SC-A-1": "A", "SC-A-2": "A", "SC-A-3": "A", "SC-B-1": "B", "SC-B-2": "B"}
 

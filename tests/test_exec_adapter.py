@@ -22,7 +22,7 @@ import pytest
 from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
-from conformance._runner import HarnessError
+from conformance._result import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._server import FakeServer

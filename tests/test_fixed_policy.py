@@ -38,7 +38,8 @@ def _judged(results: tuple[CaseResult, ...], expected: dict[str, str]) -> None:
 def test_every_backoff_case_is_judged_for_a_fixed_delay() -> None:
     results = run_suite(FixedDelayAdapter, profile=fixed_profile(), select=list(EXPECTED))
     _judged(results, EXPECTED)
-    assert all(r.timing == "real" for r in results)
+    # its own numbers, on the kit's clock: the reference underneath runs on the loop
+    assert all(r.timing == "virtual" for r in results)
 
 
 def test_a_profile_that_claims_growth_is_held_to_it() -> None:

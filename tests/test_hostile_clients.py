@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 from plugin_targets._pytester import PLAIN, prepare
 
-import conformance._runner as runner_module
+import conformance._host as host_module
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 HELLO = 2.0  # the hello timeout these runs set (--streamcheck-hello-timeout; default 10 s)
 # What "bounded" means for a few cases on a loaded 2-core machine: generous, yet far
 # below what each finding cost before its fix (noted at each test).
 QUICK = 12.0
-BLOCK_LIMIT = 10.0  # runner_module.LOOP_BLOCK_LIMIT, which a subprocess run keeps
+BLOCK_LIMIT = 10.0  # host_module.LOOP_BLOCK_LIMIT, which a subprocess run keeps
 
 
 @pytest.fixture(autouse=True)
@@ -303,7 +303,7 @@ def blocking_adapter(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``sct_hostile:blocks_loop`` with a 2 s block limit; its thread is let go after
     the test (the loop then closes itself, with its descriptors), so the in-process
     run leaves nothing behind; a real blocked thread would stay until the run ends."""
-    monkeypatch.setattr(runner_module, "LOOP_BLOCK_LIMIT", 2.0, raising=False)
+    monkeypatch.setattr(host_module, "LOOP_BLOCK_LIMIT", 2.0, raising=False)
     release = importlib.import_module("sct_hostile").RELEASE
     release.clear()
     yield

@@ -141,7 +141,9 @@ def test_the_ini_file_alone_runs_the_suite(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest(*PLAIN, "-k", only("SC-RETRY-1"))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["streamcheck: target=reference profiles=seed-pipeline@1 seed=*"])
+    result.stdout.fnmatch_lines(
+        ["streamcheck: target=reference profiles=seed-pipeline@1 timing=auto seed=*"]
+    )
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert [p["name"] for p in report["profiles"]] == ["seed-pipeline"]
     assert [(c["id"], c["verdict"], c["profile"]) for c in report["cases"]] == [
@@ -151,7 +153,7 @@ def test_the_ini_file_alone_runs_the_suite(pytester: pytest.Pytester) -> None:
 
 BAD: list[tuple[str, str, str]] = [
     # (ini name, bad value, what the message must say)
-    ("streamcheck_timing", "fast", "'fast' is not valid; valid values: auto, test, real"),
+    ("streamcheck_timing", "fast", "'fast' is not valid; valid values: auto, virtual, test, real"),
     (
         "streamcheck_profile",
         "nope",

@@ -63,7 +63,7 @@ def test_a_long_failure_is_short_by_default(pytester: pytest.Pytester) -> None:
             "expected:    50 clients' own first delays spread over *",
             "observed:    delays outside the declared jitter range*",
             "             waits measured (ms): *",
-            "noise:       harness lag: *",
+            "noise:       virtual time: every stamp exact",
             "timeline (ms since the case started):",
             "  ... * more rows (use -vv or the JSON report)",
         ]

@@ -55,7 +55,7 @@ def test_the_json_report(pytester: pytest.Pytester) -> None:
     assert report["client"]["version"] == pytest_streamcheck.__version__
     assert report["client"]["target"] == "sct_reference:retries_401"
     assert [p["name"] for p in report["profiles"]] == ["seed-pipeline"]
-    assert (report["seed"], report["timing"], report["strict"]) == (42, "test", False)
+    assert (report["seed"], report["timing"], report["strict"]) == (42, "virtual", False)
     assert {"python", "system", "machine"} <= set(report["platform"])
     assert report["summary"] == {
         "PASS": 2,

@@ -78,7 +78,7 @@ def test_header_seed_and_reproduce_line(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "streamcheck: target=reference profiles=the client's, else seed-eventsource, "
-            "seed-fetch seed=1234",
+            "seed-fetch timing=auto seed=1234",
             "*= streamcheck =*",
             "client streamcheck-reference *; seed 1234",
             "reproduce with --streamcheck-seed=1234",
@@ -207,7 +207,7 @@ def test_a_must_failure_fails_the_run_and_explains_itself(pytester: pytest.Pytes
             "SC-RETRY-3 [[]MUST[]] 401 is not retried  ->  FAIL",
             "requirement: A client MUST NOT retry a 401 response*",
             "source:      seeds/000 *",
-            "profile:     seed-pipeline@1 at test timing",
+            "profile:     seed-pipeline@1 in virtual time (its own durations, every stamp exact)",
             "expected:    exactly 1 request for a 401: it is never retried",
             "observed:    3 requests; s1 ended: error gave_up status=401 (*)",
             "timeline (ms since the case started):",

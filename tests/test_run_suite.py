@@ -182,10 +182,10 @@ def _slow_to_reset(limit: float | None) -> type:
 def test_the_runner_waits_out_the_reset_limit_an_adapter_declares(monkeypatch) -> None:
     """A reset past COMMAND_LIMIT is an ERROR; an adapter that declares a longer
     ``reset_limit`` (the browser's reopen: docs/browser.md) gets that, and passes."""
-    from conformance import Verdict, _runner, run_suite
+    from conformance import Verdict, _host, run_suite
 
-    monkeypatch.setattr(_runner, "COMMAND_LIMIT", 1.5)  # configure's too: a loaded machine
-    monkeypatch.setattr(_runner, "COMMAND_MARGIN", 1.5)
+    monkeypatch.setattr(_host, "COMMAND_LIMIT", 1.5)  # configure's too: a loaded machine
+    monkeypatch.setattr(_host, "COMMAND_MARGIN", 1.5)
     (cut,) = run_suite(_slow_to_reset(None), select=["SC-RETRY-1"], lanes=1)
     assert cut.verdict == Verdict.ERROR
     assert "did not finish resetting the client within 1.5s" in cut.reason
@@ -201,7 +201,7 @@ def test_a_rejudging_try_gets_a_limit_that_grows_with_its_scale() -> None:
     from conformance._case import Case, Level, Outcome
     from conformance._lanes import Lanes
     from conformance._profiles import get_profile
-    from conformance._runner import REJUDGE_FACTORS
+    from conformance._rejudge import REJUDGE_FACTORS
     from pytest_streamcheck import ReferenceAdapter
 
     profile = get_profile("seed-eventsource")
@@ -219,7 +219,9 @@ def test_a_rejudging_try_gets_a_limit_that_grows_with_its_scale() -> None:
         play=play,
         check=lambda ev, policy: Outcome.unsure("a verdict", "none, at any scale"),
     )
-    runner = Lanes(ReferenceAdapter, [profile], case_timeout=0.5, lanes=1).start()
+    runner = Lanes(
+        ReferenceAdapter, [profile], timing="test", case_timeout=0.5, lanes=1
+    ).start()  # re-judging is real time's: virtual time has no noise to re-judge for
     try:
         (result,) = runner.run([case])
     finally:

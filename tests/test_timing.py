@@ -577,9 +577,9 @@ class TestOverload:
     def _sure(
         outcome: Outcome, noise: Noise, ran_out: bool = True, deliveries: tuple = ()
     ) -> Outcome:
-        from conformance._runner import _sure
+        from conformance._rejudge import sure
 
-        return _sure(outcome, Evidence((), (), deliveries, noise=noise), ran_out)
+        return sure(outcome, Evidence((), (), deliveries, noise=noise), ran_out)
 
     def test_the_clients_own_timer_firing_while_starved_is_undecidable(self) -> None:
         """No wait of the case ran out, but the client gave up on a silence the script

@@ -178,5 +178,9 @@ def _describe(error: BaseException | str | None) -> str | None:
 def _latest(attempts: Sequence[Attempt]) -> float:
     times = [0.0]
     for a in attempts:
-        times += [a.arrived_at, a.ended_at or 0.0, *(e.at for e in a.events)]
+        times += [
+            a.arrived_at,
+            0.0 if a.ended_at is None else a.ended_at,
+            *(e.at for e in a.events),
+        ]
     return max(times)

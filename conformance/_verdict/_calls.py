@@ -121,7 +121,7 @@ def cancelled_by_app(a: Attempt, stopped_reading_at: float | None) -> bool:
         stopped_reading_at is not None
         and a.arrived_at <= stopped_reading_at
         and a.end == "client_closed"
-        and (a.ended_at or 0.0) >= stopped_reading_at - CANCEL_LEAD
+        and _ended(a) >= stopped_reading_at - CANCEL_LEAD
     )
 
 
@@ -147,6 +147,10 @@ class _Group:
         return body in self.bodies or (key is not None and key in self.keys)
 
 
+def _ended(a: Attempt) -> float:
+    return 0.0 if a.ended_at is None else a.ended_at
+
+
 def _identity(a: Attempt) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
     """(Idempotency-Key identity or None, body fingerprint identity) of a request."""
     idem = a.idempotency_key
@@ -166,7 +170,7 @@ def group_calls(looks: Sequence[Look]) -> list[_Group]:
     for look in looks:
         joinable = [g for g in groups if g.same_request(look) and _continues(g.looks[-1], look)]
         if joinable:
-            group = max(joinable, key=lambda g: g.looks[-1].a.ended_at or 0.0)
+            group = max(joinable, key=lambda g: _ended(g.looks[-1].a))
         else:
             group = _Group(_label(look.a))
             groups.append(group)

@@ -77,7 +77,7 @@ def _stall_silence(look: Look, stall: Stalled, ins: Inputs) -> tuple[float, floa
     if stall.keepalive is not None and idle_rule == "bytes":
         return start, stall.keepalive  # every comment is a heartbeat: the gap is the beat
     later = [e.at for e in look.a.events if e.at > start and e.kind in ("data", "terminal")]
-    end = min(later) if later else (look.a.ended_at or ins.judged_at)
+    end = min(later) if later else (ins.judged_at if look.a.ended_at is None else look.a.ended_at)
     return start, end - start
 
 
@@ -90,7 +90,10 @@ def sat_through(ins: Inputs) -> Iterator[Finding]:
         limit, what = _stall_threshold(ins, stall)
         closed = look.a.end == "client_closed" and look.a.ended_at is not None
         slack = ins.noise.worst_slack()
-        if closed and (look.a.ended_at or 0.0) - start <= limit + slack:
+        if (
+            closed
+            and (0.0 if look.a.ended_at is None else look.a.ended_at) - start <= limit + slack
+        ):
             continue  # abandoned in time
         if silence <= limit + slack:
             continue
@@ -118,7 +121,7 @@ def not_closed(ins: Inputs) -> Iterator[Finding]:
         how = (
             "is still open"
             if a.end is None
-            else f"ended {a.end} {(a.ended_at or mark) - mark:.3f} s after"
+            else f"ended {a.end} {(mark if a.ended_at is None else a.ended_at) - mark:.3f} s after"
         )
         yield make_finding(
             "V-CANCEL-NOT-CLOSED",

@@ -79,6 +79,14 @@ HERD_FORM_LIMIT = 30.0  # seconds the herd may take to form while streams keep o
 # -- measuring waits ---------------------------------------------------------------
 
 
+def _linked(ev: Evidence) -> Evidence:
+    """``ev`` with each attempt tied to the new connection it came on, where the records
+    tie them (``conformance._timing.connection_windows``): a retry's wait then ends at
+    that connection's accept, the earliest sign of the retry on the path, and the rest
+    of the connection's set-up counts as path, not as the client's delay."""
+    return replace(ev, noise=ev.noise.linked(ev.attempts, ev.connections))
+
+
 def _window(low: float, high: float) -> str:
     return f"{ms(low)}-{ms(high)}"
 
@@ -302,6 +310,7 @@ async def _play_envelope(ctx: CaseContext) -> None:
 
 
 def _check_envelope(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     retries = _envelope_retries(policy)
     return all_of(
         envelope_outcome(ev.attempts, policy.backoff, retries, ev.noise), ended_with_done(ev)
@@ -386,6 +395,7 @@ async def _play_caps(ctx: CaseContext) -> None:
 
 
 def _check_caps(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     retries = _caps_retries(policy)
     caps = ", ".join(f"{ms(c)} from retry {n}" for n, c in policy.backoff.caps)
     outcome = envelope_outcome(ev.attempts, policy.backoff, retries, ev.noise)
@@ -457,6 +467,7 @@ def _request(transport: Transport, path: str, stream: str, client: str) -> Strea
 
 
 def _check_reset(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     first, second = (tuple(a for a in ev.attempts if a.path == p) for p in RESET_PATHS)
     failures = _reset_failures(policy)
     low, high = policy.backoff.envelope(1)
@@ -544,6 +555,7 @@ def _hint_steps(policy: ClientPolicy) -> list[Step]:
 
 
 def _check_hint(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     hint = _hint(policy)
     n = _hinted(policy)
     backoff = policy.backoff.envelope(n)
@@ -612,6 +624,7 @@ def _all_ended(ctx: CaseContext, streams: Sequence[str]) -> Callable[[], bool]:
 
 
 def _check_jitter(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     spread = judged_range(policy)
     if noisy := too_noisy(ev.noise):  # before any rule: a late retry is noise too
         return Outcome.unsure(f"{JITTER_CLIENTS} clients' first delays", noisy)
@@ -691,7 +704,7 @@ async def _herd_formed(ctx: CaseContext, patience: float) -> int:
     at most HERD_FORM_LIMIT in all."""
 
     def opened() -> int:
-        return sum(1 for a in ctx.ledger.attempts() if a.headers_at)
+        return sum(1 for a in ctx.ledger.attempts() if a.headers_at is not None)
 
     deadline = now() + HERD_FORM_LIMIT
     while (seen := opened()) < HERD_CLIENTS and now() < deadline:
@@ -702,10 +715,13 @@ async def _herd_formed(ctx: CaseContext, patience: float) -> int:
 
 
 def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
+    ev = _linked(ev)
     spread = judged_range(policy)
     if noisy := too_noisy(ev.noise):  # before any rule: a late reconnect is noise too
         return Outcome.unsure(f"{HERD_CLIENTS} clients' reconnect delays", noisy)
-    cuts = [c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at]
+    cuts = [
+        c.closed_at for c in ev.connections if c.closed_by == "offline" and c.closed_at is not None
+    ]
     paths = {_herd_path(i) for i in range(HERD_CLIENTS)}
     again = [a for a in ev.attempts if a.path in paths and a.number == 2]
     if not cuts:
@@ -714,7 +730,14 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
     # so the latest and earliest close bound each client's own failure moment.
     # A cut has no way back to measure; each reconnect's own way out is its own.
     delays = [
-        wait_from(max(cuts), min(cuts), a.arrived_at, ev.noise, out=ev.noise.hop_out(a))
+        wait_from(
+            max(cuts),
+            min(cuts),
+            a.arrived_at,
+            ev.noise,
+            out=ev.noise.hop_out(a),
+            opened=ev.noise.opened_window(a),
+        )
         for a in again
     ]
     outcome = herd_outcome(delays, HERD_CLIENTS, spread)

@@ -92,7 +92,7 @@ def left_before_the_commit(ev: Evidence, policy: ClientPolicy) -> Outcome | None
 
 def _first_data(attempt: Attempt) -> str:
     events = attempt.data_events
-    ended = attempt.ended_at or attempt.arrived_at
+    ended = attempt.arrived_at if attempt.ended_at is None else attempt.ended_at
     return f"{events[0].at - ended:+.3f}s after it left" if events else "never"
 
 

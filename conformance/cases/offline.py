@@ -93,6 +93,10 @@ def quiet_between(ev: Evidence, start: float, end: float) -> Outcome:
     )
 
 
+def _ended(attempt: Attempt, otherwise: float) -> float:
+    return otherwise if attempt.ended_at is None else attempt.ended_at
+
+
 def closed_after(
     attempts: tuple[Attempt, ...], at: float, noise: Noise, resolution: float
 ) -> Outcome:
@@ -101,14 +105,16 @@ def closed_after(
         f"the open stream is closed by the client at once after offline() (within "
         f"{resolution / 4:.3f}s, plus the measured harness lag)"
     )
-    open_then = [a for a in attempts if a.arrived_at <= at and (a.ended_at or at + 1) > at]
+    # Open unless it ended before the signal: in virtual time the client closes it at
+    # the signal's very moment. (``is None``, not ``or``: a stamp can be exactly 0.0.)
+    open_then = [a for a in attempts if a.arrived_at <= at and _ended(a, at + 1) >= at]
     if not open_then:
         return Outcome.failed(want, "no stream was open when offline() was signalled")
     for a in open_then:
         if a.end != "client_closed" or a.ended_at is None:
             return Outcome.failed(want, f"attempt {a.seq} ended: {a.end or 'never'}")
-    last = max(open_then, key=lambda a: a.ended_at or at)
-    end = last.ended_at or at
+    last = max(open_then, key=lambda a: _ended(a, at))
+    end = _ended(last, at)
     seen = f"attempt {last.seq} closed {end - at:.3f}s after it"
     return judged(at_once(at, end, noise, resolution), want, seen, noise)
 

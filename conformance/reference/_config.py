@@ -33,6 +33,9 @@ BreakerKind = Literal["consecutive", "ratio", "none"]
 IdleRule = Literal["bytes", "data"]  # what resets the stall timer
 
 
+_MAX_DOUBLINGS = 1024  # the last attempt whose 2.0 ** (attempt - 1) is a finite float
+
+
 class PolicyError(ValueError):
     """A policy value that makes no sense: ``field`` names it (``jitter``), ``problem``
     says what was expected and what came."""
@@ -157,7 +160,9 @@ class BackoffConfig:
 
     def exponential(self, attempt: int) -> float:
         """The un-jittered delay before retry number ``attempt`` (1-based)."""
-        return min(self.base * 2.0 ** (attempt - 1), self.cap(attempt))
+        # 2.0 ** 1024 overflows (OverflowError); by then any finite base is past its cap.
+        growth = 2.0 ** (attempt - 1) if attempt <= _MAX_DOUBLINGS else math.inf
+        return min(self.base * growth, self.cap(attempt))
 
     def envelope(self, attempt: int) -> tuple[float, float]:
         """The closed interval every delay for ``attempt`` must fall in."""

@@ -39,9 +39,10 @@ MAX_TOKENS = 1024
 TEXT_EVENT = "content_block_delta"
 
 
-def _info(name: str) -> AdapterInfo:
+def _info(name: str, *, on_loop: bool = False) -> AdapterInfo:
     return AdapterInfo(
         name=name,
+        virtual_time=on_loop,  # the async client waits on the kit's loop alone
         version=anthropic.__version__,
         capabilities=frozenset({"post"}),
         profile=PROFILE,
@@ -112,7 +113,7 @@ class AnthropicAsyncAdapter:
 
     # a library's client instances on the runner's loop: their work queues there
     hosts_library_clients = True
-    info = _info("anthropic-python-async")
+    info = _info("anthropic-python-async", on_loop=True)
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], anthropic.AsyncAnthropic] = {}

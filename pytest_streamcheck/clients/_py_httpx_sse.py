@@ -37,6 +37,7 @@ class HttpxSSEAdapter:
         version=httpx_sse.__version__,
         capabilities=frozenset({"get", "post", "raw_events"}),
         profile=PROFILE,
+        virtual_time=True,  # httpx.AsyncClient on the kit's loop: no thread, no clock of its own
     )
 
     def __init__(self) -> None:

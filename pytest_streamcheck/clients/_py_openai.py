@@ -36,9 +36,10 @@ PROFILE = "openai-python@1"
 API_KEY = "sk-streamcheck-dummy"
 
 
-def _info(name: str) -> AdapterInfo:
+def _info(name: str, *, on_loop: bool = False) -> AdapterInfo:
     return AdapterInfo(
         name=name,
+        virtual_time=on_loop,  # the async client waits on the kit's loop alone
         version=openai.__version__,
         capabilities=frozenset({"post"}),
         profile=PROFILE,
@@ -113,7 +114,7 @@ class OpenAIAsyncAdapter:
 
     # a library's client instances on the runner's loop: their work queues there
     hosts_library_clients = True
-    info = _info("openai-python-async")
+    info = _info("openai-python-async", on_loop=True)
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], openai.AsyncOpenAI] = {}

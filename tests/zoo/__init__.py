@@ -77,6 +77,7 @@ class Mutant(ReferenceAdapter):
             name=f"zoo-{type(self).__name__}",
             version="0",
             capabilities=ReferenceAdapter.info.capabilities,
+            virtual_time=True,  # the reference's mistakes are judged exactly
         )
         self._resumed = False
 
