@@ -166,6 +166,13 @@ class Lanes:
             lane.alive = False
             lane.jobs.put(None)
             raise
+        if lane.runner.timing == "virtual":  # exact, and all CPU: lanes would share one GIL
+            self._serial, lane.runner = lane.runner, None
+            self._lanes.remove(lane)
+            lane.alive = False
+            lane.jobs.put(None)
+            lane.thread.join()
+            self.lanes = 1
         return self
 
     def result(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseResult:

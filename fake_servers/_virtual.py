@@ -78,9 +78,9 @@ class Guard:
         self.armed = False
         self.escapes: list[Escape] = []
 
-    def note(self, what: str) -> None:
+    def note(self, what: str, where: str | None = None) -> None:
         if self.armed and len(self.escapes) < 20:
-            self.escapes.append(Escape(what, _caller()))
+            self.escapes.append(Escape(what, where or _caller()))
 
 
 class VirtualLoop(asyncio.SelectorEventLoop):
@@ -193,10 +193,11 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         """Work in a thread: the clock stands still until it is done (see ``_select``),
         and a ``time.sleep`` there is an escape (``_guarded_sleep``): an SDK that reads
         its platform in a thread once is fine, a backoff slept in a thread is not."""
-        workers = self._workers
+        workers, where = self._workers, _caller()
 
         def tracked(*args: *_Ts) -> _T:
             workers.add(threading.get_ident())
+            _job.where = where  # a sleep in the job is noted where the job was handed over
             return func(*args)
 
         future = super().run_in_executor(executor, tracked, *args)
@@ -227,6 +228,13 @@ class _KitCalls(threading.local):
 
 
 _kit = _KitCalls()
+
+
+class _Job(threading.local):
+    where: str | None = None  # in an executor's thread: where its job was handed over
+
+
+_job = _Job()
 
 
 @contextlib.contextmanager
@@ -289,7 +297,8 @@ def _guarded_sleep(seconds: float | SupportsIndex) -> None:
         me = threading.get_ident()
         for armed in list(_SleepPatch.loops):
             if me in armed._workers:
-                armed.guard.note(f"time.sleep({float(seconds):g}) in an executor's thread")
+                what = f"time.sleep({float(seconds):g}) in an executor's thread"
+                armed.guard.note(what, _job.where)
     _SleepPatch._real(seconds)
 
 
