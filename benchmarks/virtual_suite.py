@@ -69,8 +69,9 @@ def main() -> None:
             proc.kill()
             proc.wait()
     print(
-        f"{opts.runs} runs beside {opts.burners} burners: wall median {statistics.median(walls):.2f}"
-        f" s (min {min(walls):.2f}, max {max(walls):.2f}); cases not PASS/UNSUPPORTED: {bad}"
+        f"{opts.runs} runs beside {opts.burners} burners: wall median "
+        f"{statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f}); "
+        f"cases not PASS/UNSUPPORTED: {bad}"
         + (f"; distinct evidence: {len(digests)}" if opts.seed is not None else "")
     )
 

@@ -89,7 +89,8 @@ def test_a_client_that_waits_outside_the_loop_gets_no_verdict(
 ) -> None:
     first, second = run_suite(adapter, select=["SC-RETRY-1", "SC-RETRY-2"])
     assert first.verdict == Verdict.ERROR
-    assert ESCAPED in first.reason and escape in first.reason, first.reason
+    assert ESCAPED in first.reason, first.reason
+    assert escape in first.reason, first.reason
     assert "test_virtual_runs.py" in first.reason  # where it happened
     assert "--streamcheck-timing=real" in first.reason  # and what to do
     assert second.verdict == Verdict.ERROR  # once per run: later cases say so at once
