@@ -7,6 +7,9 @@
 Plays SC-BACKOFF-9, SC-BACKOFF-10 and SC-BACKOFF-11 ``--runs`` times against each client
 and prints the verdicts per case (issue 27):
 
+- ``reference``: the reference client as it ships (a kept-alive connection per client:
+  a retry after a 503 comes on it, a reconnect after the cut on a new one). It must
+  PASS (or, on a starved machine, be INCONCLUSIVE), never FAIL.
 - ``reference-fresh``: the reference client with a fresh connection for every attempt
   (``httpx.Limits(max_keepalive_connections=0)``): every retry's wait includes a new
   connection's set-up, which is path, not the client's delay. It must PASS (or, on a
@@ -18,7 +21,8 @@ and prints the verdicts per case (issue 27):
   for every attempt.
 
 ``--dump`` prints, for each case that is not the verdict its client must get, the
-observed text and the spread of the new connections' accepts against the arrivals.
+observed text and the spread of the new connections' accepts against the arrivals
+(the ledger links each attempt to its connection: ``fake_servers._ledger.link_attempts``).
 The load (``--burners``, ``--beside``) runs throughout, started once.
 """
 
@@ -44,6 +48,7 @@ from conformance._result import CaseResult
 from conformance.reference import StreamingClient
 from conformance.reference._request import _ssl_context
 from fake_servers import now
+from fake_servers._ledger import link_attempts
 from pytest_streamcheck._reference import ReferenceAdapter
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10", "SC-BACKOFF-11")
@@ -102,6 +107,7 @@ def _fixed_delay_fresh() -> type[ReferenceAdapter]:
 
 CLIENTS: dict[str, tuple[Callable[[], type[ReferenceAdapter]], str]] = {
     # name: (the adapter class, the verdict it must get)
+    "reference": (lambda: ReferenceAdapter, "PASS"),
     "reference-fresh": (lambda: FreshConnections, "PASS"),
     "fixed-delay": (_fixed_delay, "FAIL"),
     "fixed-delay-fresh": (_fixed_delay_fresh, "FAIL"),
@@ -120,26 +126,35 @@ def _play(make: type[ReferenceAdapter], seed: int) -> list[CaseResult]:
 
 
 def _connections(result: CaseResult) -> str:
-    """The new connections' accepts against the arrivals, over the retries (ms from the
-    first retry's arrival), and whether the records tied them."""
+    """The new connections' accepts against the arrivals, over the retries (as the ledger
+    links them), and the harness lag the probes measured."""
     ev = result.evidence
     if ev is None:
         return "no evidence"
-    again = sorted(a.arrived_at for a in ev.attempts if a.number >= 2)
+    again = sorted((a for a in ev.attempts if a.number >= 2), key=lambda a: a.arrived_at)
     if not again:
         return "no retries"
-    start = again[0]
-    late = sorted(c.opened_at for c in ev.connections if c.opened_at >= start - 1.0)
-    tied = len(ev.attempts) == len(ev.connections)
-    gaps = [a - o for a, o in zip(again, late[-len(again) :], strict=False)]
-    return (
-        f"{len(ev.attempts)} attempts, {len(ev.connections)} connections "
-        f"({'one each' if tied else 'not tied'}); retries arrive over "
-        f"{(again[-1] - again[0]) * 1000:.0f} ms, the last {len(again)} accepts over "
-        f"{((late[-1] - late[-len(again)]) * 1000) if len(late) >= len(again) else 0:.0f} ms; "
-        f"arrival after accept (in order) median "
-        f"{statistics.median(gaps) * 1000 if gaps else 0:.0f} ms"
+    links = link_attempts(ev.attempts, ev.connections)
+    accepted = {c.seq: c.opened_at for c in ev.connections}
+    opened = [
+        (accepted[links[a.seq].connection], a.arrived_at)
+        for a in again
+        if a.seq in links and links[a.seq].first
+    ]
+    line = (
+        f"{len(ev.attempts)} attempts, {len(ev.connections)} connections; {len(again)} "
+        f"retries arrive over {(again[-1].arrived_at - again[0].arrived_at) * 1000:.0f} ms, "
+        f"{len(opened)} on a new connection"
     )
+    if opened:
+        accepts = [o for o, _ in opened]
+        gaps = [a - o for o, a in opened]
+        line += (
+            f" (accepted over {(max(accepts) - min(accepts)) * 1000:.0f} ms, arriving "
+            f"{statistics.median(gaps) * 1000:.0f} ms after the accept at the median, "
+            f"{max(gaps) * 1000:.0f} ms at most)"
+        )
+    return f"{line}; {ev.noise.headline()}"
 
 
 def main() -> int:
@@ -149,7 +164,7 @@ def main() -> int:
     parser.add_argument("--beside", default="", help="a command looping beside the runs")
     parser.add_argument(
         "--clients",
-        default="reference-fresh,fixed-delay",
+        default="reference,reference-fresh,fixed-delay",
         help=f"comma-separated, or 'all': {', '.join(CLIENTS)}",
     )
     parser.add_argument("--seed", type=int, default=0, help="the first run's seed")

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-PORTS = re.compile(r"127\.0\.0\.1:\d+|\[\"127\.0\.0\.1\", \d+\]")
+PORTS = re.compile(r"127\.0\.0\.1:\d+|\[\"127\.0\.0\.1\", \d+\]|\"(?:peer|upstream)_port\": \d+")
 
 
 def burners(count: int) -> list[subprocess.Popen[bytes]]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from fake_servers import Attempt, Connection
+from fake_servers._ledger import link_attempts
 from fake_servers._noise import PROBE_INTERVAL
 from fake_servers._virtual import TICK
 
@@ -52,7 +53,7 @@ __all__ = [
     "Noise",
     "Wait",
     "at_once",
-    "connection_windows",
+    "connection_accepts",
     "decide",
     "describe_waits",
     "ms",
@@ -224,9 +225,9 @@ class Noise:
     hops: Mapping[int, tuple[float, float]] = field(default_factory=dict)
     # by attempt ``seq``: when its response head reached the client's code at the latest
     heads: Mapping[int, float] = field(default_factory=dict)
-    # by attempt ``seq``: the window [earliest, latest] in which the proxy accepted the new
-    # connection the attempt came on (``connection_windows``; absent: not known)
-    opened: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    # by attempt ``seq``: when the proxy accepted the new connection the attempt came on
+    # (``connection_accepts``; absent: a kept-alive connection, or not known)
+    opened: Mapping[int, float] = field(default_factory=dict)
 
     @classmethod
     def from_ledger(
@@ -236,7 +237,7 @@ class Noise:
         client_probed: bool = True,
         hops: Mapping[int, tuple[float, float]] | None = None,
         heads: Mapping[int, float] | None = None,
-        opened: Mapping[int, tuple[float, float]] | None = None,
+        opened: Mapping[int, float] | None = None,
     ) -> Noise:
         series = tuple(LagSeries.from_rows(s, rows) for s, rows in sorted(lags.items()))
         return cls(
@@ -248,14 +249,14 @@ class Noise:
         )
 
     def linked(self, attempts: Sequence[Attempt], connections: Sequence[Connection]) -> Noise:
-        """This noise with each attempt's new connection, where the records tie them
-        (``connection_windows``): the waits then end where the client acted."""
-        windows = connection_windows(attempts, connections)
-        return replace(self, opened=windows) if windows else self
+        """This noise with the accept of each attempt's new connection, as the ledger links
+        them (``connection_accepts``): the waits then end where the client acted."""
+        accepts = connection_accepts(attempts, connections)
+        return replace(self, opened=accepts) if accepts else self
 
-    def opened_window(self, attempt: Attempt) -> tuple[float, float] | None:
-        """When the proxy accepted the new connection ``attempt`` came on, at the earliest
-        and at the latest, if the records tie it to one (``connection_windows``)."""
+    def opened_at(self, attempt: Attempt) -> float | None:
+        """When the proxy accepted the new connection ``attempt`` came on, if it came on
+        one (``connection_accepts``)."""
         return self.opened.get(attempt.seq)
 
     def hop_out(self, attempt: Attempt) -> float:
@@ -450,7 +451,7 @@ def wait_from(
     noise: Noise,
     back: float = 0.0,
     out: float = 0.0,
-    opened: tuple[float, float] | None = None,
+    opened: float | None = None,
 ) -> Wait:
     """The wait between a failure and the next attempt, from any pair of stamps.
 
@@ -473,20 +474,19 @@ def wait_from(
             least wait never passes a late client for the kit's sake).
         out: The measured hop of the next request's way out, before ``next_at``: the
             client's delay ended that much earlier, so it comes off both ends.
-        opened: When the proxy accepted the new connection the next attempt came on, at
-            the earliest and at the latest (``Noise.opened_window``). The least wait
-            ends at the earliest (the accept can trail the client's connect by the
-            path's floor and the lag there, which the slack counts); the most at the
-            latest, once every connection it can be was opened after the failure could
-            be seen: a connection opened for the retry is the retry.
+        opened: When the proxy accepted the new connection the next attempt came on
+            (``Noise.opened_at``). The least wait ends there (the accept can trail the
+            client's connect by the path's floor and the lag there, which the slack
+            counts); so does the most, when the connection was accepted after the
+            failure could be seen: a connection opened for the retry is the retry (one
+            opened before, say by a pool warming up, marks no decision to retry).
     """
     measured = next_at - reacted_after
     acted_least = acted_most = next_at - out
     if opened is not None:
-        earliest, latest = opened
-        acted_least = min(acted_least, earliest)
-        if earliest >= reacted_at_most_after:
-            acted_most = min(acted_most, latest)
+        acted_least = min(acted_least, opened)
+        if opened >= reacted_at_most_after:
+            acted_most = min(acted_most, opened)
     # Tolerance: the wait's slack at the moment it ends (PATH_FLOOR plus the lag measured
     # near it): at an accept, the loopback handshake and the proxy loop's lateness; at
     # an arrival, the whole path. ``most`` needs none past ``lower_slack``: an accept
@@ -497,142 +497,21 @@ def wait_from(
     return Wait(min(least, most), most, measured, noise.measured)
 
 
-def connection_windows(
+def connection_accepts(
     attempts: Sequence[Attempt], connections: Sequence[Connection]
-) -> dict[int, tuple[float, float]]:
-    """For each attempt (by ``seq``), the window in which the proxy accepted the new
-    connection it came on: ``(earliest, latest)``, both proxy stamps. Empty when the
-    records do not tie attempts to connections.
-
-    The ledger keeps a connection's accept and a request's arrival apart (the proxy
-    and the server stamp them), so the tie is deduced, and only where it is forced.
-    The premise: every attempt came on a connection of its own. It is taken to hold
-    when there are exactly as many connections as attempts and each carried bytes up;
-    a client that reuses connections (keep-alive, HTTP/2) leaves fewer connections
-    than attempts, nothing is tied, and its waits end at the arrivals as before.
-
-    What ties them: a connection is accepted before anything on it arrives, and one
-    that carried an answer down closed after its request arrived (the server stamps
-    the arrival before it writes a byte, and the proxy closes after forwarding them).
-    An attempt's connection is then any one it can have in some matching of every
-    attempt to a connection of its own (an edge of some perfect matching: one
-    matching, then the alternating cycles through it). The window spans those. When
-    no matching exists the premise is false, and nothing is tied.
-    """
-    n = len(attempts)
-    if not n or n != len(connections) or any(c.bytes_up <= 0 for c in connections):
-        return {}
-    conns = sorted(connections, key=lambda c: c.opened_at)
-    order = sorted(attempts, key=lambda a: (a.arrived_at, a.seq))
-    opens = [c.opened_at for c in conns]
-    adjacent = [
-        [j for j in range(bisect.bisect_right(opens, a.arrived_at)) if _can_carry(conns[j], a)]
-        for a in order
-    ]
-    owner = _perfect_matching(adjacent, n)
-    if owner is None:
-        return {}
-    mine = {x: j for j, x in enumerate(owner)}
-    # x -> y: attempt x can take y's connection; an edge is in some perfect matching
-    # when the arc lies on a cycle, i.e. x and y share a strongly connected component.
-    arcs = [[owner[j] for j in adjacent[x] if owner[j] != x] for x in range(n)]
-    component = _components(arcs)
-    windows: dict[int, tuple[float, float]] = {}
-    for x, a in enumerate(order):
-        feasible = [opens[mine[x]]] + [
-            opens[mine[y]] for y in arcs[x] if component[y] == component[x]
-        ]
-        windows[a.seq] = (min(feasible), max(feasible))
-    return windows
-
-
-def _can_carry(c: Connection, a: Attempt) -> bool:
-    """Whether ``c`` (accepted before ``a`` arrived) can have carried ``a``: not if it
-    forwarded an answer down and closed before ``a`` arrived. Tolerance 0: the stamps'
-    order is causal (the answer is written after the arrival's stamp, the close stamped
-    after forwarding it), and equal stamps (a virtual clock) count as possible."""
-    return c.bytes_down <= 0 or c.closed_at is None or a.arrived_at <= c.closed_at
-
-
-def _perfect_matching(adjacent: Sequence[Sequence[int]], n: int) -> list[int] | None:
-    """For each of ``n`` connections, the attempt it is matched to in a perfect matching
-    of attempts to their ``adjacent`` connections (augmenting paths); None if none."""
-    owner = [-1] * n
-    for root in range(n):
-        # An augmenting path from ``root``, searched depth first without recursion.
-        parent: dict[int, tuple[int, int]] = {}  # connection -> (attempt, its previous)
-        seen: set[int] = set()
-        stack: list[tuple[int, int]] = [(root, -1)]  # (attempt, the connection it came by)
-        found = -1
-        while stack and found < 0:
-            x, _ = stack.pop()
-            for j in adjacent[x]:
-                if j in seen:
-                    continue
-                seen.add(j)
-                parent[j] = (x, -1)
-                if owner[j] < 0:
-                    found = j
-                    break
-                stack.append((owner[j], j))
-        if found < 0:
-            return None
-        # Walk back: each connection on the path goes to the attempt that reached it.
-        j = found
-        while True:
-            x = parent[j][0]
-            previous = next((k for k, o in enumerate(owner) if o == x), -1)
-            owner[j] = x
-            if previous < 0:
-                break
-            j = previous
-    return owner
-
-
-def _components(arcs: Sequence[Sequence[int]]) -> list[int]:
-    """Each node's strongly connected component (Tarjan's algorithm, without recursion)."""
-    n = len(arcs)
-    index = [-1] * n
-    low = [0] * n
-    component = [-1] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    counter = components = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work: list[tuple[int, int]] = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            recurse = False
-            for k in range(i, len(arcs[v])):
-                w = arcs[v][k]
-                if index[w] < 0:
-                    work.append((v, k + 1))
-                    work.append((w, 0))
-                    recurse = True
-                    break
-                if on_stack[w]:
-                    low[v] = min(low[v], index[w])
-            if recurse:
-                continue
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    component[w] = components
-                    if w == v:
-                        break
-                components += 1
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-    return component
+) -> dict[int, float]:
+    """For each attempt (by ``seq``) that came on a new connection, when the proxy
+    accepted that connection. The ledger links each attempt to the connection it came
+    on (``fake_servers._ledger.link_attempts``: the server's peer port is the proxy's
+    upstream port); an attempt is on a new connection when it is the first on it (the
+    client opened the connection for it). A later attempt on a kept-alive connection,
+    and one not through the proxy, has no accept: its wait ends at its arrival."""
+    accepted = {c.seq: c.opened_at for c in connections}
+    return {
+        seq: accepted[link.connection]
+        for seq, link in link_attempts(attempts, connections).items()
+        if link.first
+    }
 
 
 def seen_from(a: Attempt) -> float:
@@ -650,8 +529,8 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
     """How long the client waited between the failed attempt ``prev`` and ``nxt``.
 
     The one measurement of a wait: the backoff cases, the retry cases and the
-    app-level verdict all call it. When ``nxt`` came on a new connection the records
-    tie to it (``Noise.opened``), the wait ends at that connection's accept.
+    app-level verdict all call it. When ``nxt`` came on a new connection (``Noise.opened``,
+    from the ledger's link), the wait ends at that connection's accept.
 
     Args:
         prev: The failed attempt.
@@ -668,7 +547,7 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
         noise,
         noise.hop_back(prev),
         noise.hop_out(nxt),
-        noise.opened_window(nxt),
+        noise.opened_at(nxt),
     )
 
 

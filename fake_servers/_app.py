@@ -85,6 +85,9 @@ class _Request:
     # As sent, when an SDK appended its API's path to the endpoint used as its base URL
     # (``Scenario.base_of``): it picks the provider's format and error shape.
     sent_path: str = ""
+    # The port the request came from (``scope["client"]``): through the fault proxy, its
+    # connection's upstream port, which links the attempt to it (``Ledger.links``).
+    peer_port: int | None = None
 
     @property
     def wire_path(self) -> str:
@@ -216,6 +219,7 @@ class ScriptPlayer:
             body_size=body.size,
             body_sha256=body.sha256.hexdigest(),
             arrived_at=arrived_at,
+            peer_port=request.peer_port,
         )
 
     def _step_number(self, path: str, writer: AttemptWriter, *, rejected: bool) -> int:
@@ -552,11 +556,13 @@ def _request(scope: Message) -> _Request:
         (name.decode("latin-1").lower(), value.decode("latin-1"))
         for name, value in scope["headers"]
     )
+    client = scope.get("client")
     return _Request(
         method=scope["method"],
         path=scope["path"],
         query=scope["query_string"].decode("latin-1"),
         headers=headers,
+        peer_port=int(client[1]) if client else None,
     )
 
 

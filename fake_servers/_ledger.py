@@ -27,9 +27,11 @@ __all__ = [
     "EventLog",
     "Ledger",
     "LedgerTimeout",
+    "Link",
     "Rejected",
     "SentEvent",
     "Stalled",
+    "link_attempts",
 ]
 
 # "frame": a provider format's own event around the answer (message_start, an in-band
@@ -95,6 +97,9 @@ class Attempt:
     ending: Ending | None = None  # a streamed answer's scripted ending; None: plain response
     stall: Stalled | None = None  # the stall, once it began
     rejected: Rejected | None = None  # why it was refused before the script; None: played
+    # The port the request came from, as the server saw it (ASGI ``scope["client"]``):
+    # through the fault proxy, its connection's ``upstream_port`` (``link_attempts``).
+    peer_port: int | None = None
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -162,6 +167,51 @@ class Connection:
     bytes_down: int = 0  # server -> client
     closed_at: float | None = None
     closed_by: ConnectionEnd | None = None
+    # The local port of the proxy's socket to the server, once connected (None: not
+    # connected, e.g. a blackhole): the server sees it as the peer of every request
+    # forwarded on this connection (``Attempt.peer_port``, ``link_attempts``).
+    upstream_port: int | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """Which proxied connection an attempt came on, as the records say exactly."""
+
+    attempt: int  # the attempt's ``seq``
+    connection: int  # the connection's ``seq``
+    first: bool  # the first attempt on it: the client opened the connection for this one
+
+
+def link_attempts(
+    attempts: Sequence[Attempt], connections: Sequence[Connection]
+) -> dict[int, Link]:
+    """Each attempt that came through the fault proxy, by its ``seq``: the connection it
+    came on. The server's peer port of the request is the proxy connection's upstream
+    port; a port the system handed out again later belongs to the latest connection
+    accepted by the attempt's arrival (the proxy records the port before it forwards a
+    byte, and the server stamps the arrival after reading them). An attempt whose peer
+    is no proxy connection's (a client that connected to the server directly, a record
+    from before ports were kept) has no link.
+    """
+    by_port: dict[int, list[Connection]] = {}
+    for c in sorted(connections, key=lambda c: (c.opened_at, c.seq)):
+        if c.upstream_port is not None:
+            by_port.setdefault(c.upstream_port, []).append(c)
+    links: dict[int, Link] = {}
+    taken: set[int] = set()
+    for a in sorted(attempts, key=lambda a: (a.arrived_at, a.seq)):
+        if a.peer_port is None:
+            continue
+        owner = None
+        for c in by_port.get(a.peer_port, ()):
+            if c.opened_at > a.arrived_at:
+                break
+            owner = c
+        if owner is None:
+            continue
+        links[a.seq] = Link(a.seq, owner.seq, owner.seq not in taken)
+        taken.add(owner.seq)
+    return links
 
 
 _KINDS: tuple[EventKind, ...] = ("data", "terminal", "comment", "retry", "frame")
@@ -349,6 +399,10 @@ class AttemptWriter(_Writer):
 class ConnectionWriter(_Writer):
     """The fault proxy's handle on one live connection record."""
 
+    def upstream(self, port: int) -> None:
+        """The local port of the proxy's socket to the server (before a byte goes up)."""
+        self._ledger._set_upstream(self._key, port)
+
     def add_bytes(self, up: int = 0, down: int = 0) -> None:
         self._ledger._add_bytes(self._key, up, down)
 
@@ -407,6 +461,17 @@ class Ledger:
     def connections(self) -> tuple[Connection, ...]:
         with self._cond:
             return tuple(self._store.connections)
+
+    def links(self) -> dict[int, Link]:
+        """Each attempt that came through the fault proxy, by its ``seq``: the connection
+        it came on, and whether it was the first on it (``link_attempts``)."""
+        with self._cond:
+            return link_attempts(self.attempts(), self._store.connections)
+
+    def connection_of(self, seq: int) -> int | None:
+        """The ``seq`` of the proxied connection attempt ``seq`` came on; None: unknown."""
+        link = self.links().get(seq)
+        return None if link is None else link.connection
 
     def lags(self) -> dict[str, tuple[tuple[float, float], ...]]:
         """Each lag probe's records, by source: (when a wake-up was due, when it came)."""
@@ -496,6 +561,7 @@ class Ledger:
         body_size: int = 0,
         body_sha256: str = "",
         arrived_at: float | None = None,
+        peer_port: int | None = None,
     ) -> AttemptWriter:
         with self._cond:
             store = self._store
@@ -511,6 +577,7 @@ class Ledger:
                 body_size=body_size,
                 body_sha256=body_sha256,
                 arrived_at=now() if arrived_at is None else arrived_at,
+                peer_port=peer_port,
             )
             live = _LiveAttempt(attempt)
             store.attempts.append(live)
@@ -631,6 +698,14 @@ class Ledger:
                 c, bytes_up=c.bytes_up + up, bytes_down=c.bytes_down + down
             )
             # Byte counts change often and nobody waits on them: no notify.
+
+    def _set_upstream(self, key: int, port: int) -> None:
+        with self._cond:
+            i = self._live_index(key)
+            if i is None:
+                return
+            self._store.connections[i] = replace(self._store.connections[i], upstream_port=port)
+            # Nobody waits on it: read with the attempts it links (``link_attempts``).
 
     def _close_connection(self, key: int, by: ConnectionEnd, at: float) -> None:
         with self._cond:

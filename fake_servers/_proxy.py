@@ -2,11 +2,12 @@
 
 It runs its own event loop in its own thread; the control methods are called from the
 test thread and have taken effect when they return. Every accepted connection becomes a
-ledger ``Connection``. Its byte counts are what the client achieved on the wire:
-``bytes_up`` is what the proxy read from the client (swallowed bytes included) and
-``bytes_down`` is what the proxy delivered to it. A FIN from either side closes both
-(``closed_by`` names that side): HTTP peers do not half-close, and the server should see a
-departed client at once.
+ledger ``Connection``, with the local port of its socket to the server
+(``upstream_port``: the peer the server records for each request on it). Its byte
+counts are what the client achieved on the wire: ``bytes_up`` is what the proxy read
+from the client (swallowed bytes included) and ``bytes_down`` is what the proxy
+delivered to it. A FIN from either side closes both (``closed_by`` names that side):
+HTTP peers do not half-close, and the server should see a departed client at once.
 """
 
 from __future__ import annotations
@@ -521,6 +522,11 @@ class _Link:
         if self._ended:  # cut (offline, stop) while we were connecting
             self._up_w.transport.abort()
             return False
+        # Before a byte goes up: the server sees this port as the peer of every request
+        # on the connection, and the ledger links them by it (``link_attempts``).
+        local = self._up_w.get_extra_info("sockname")
+        if isinstance(local, tuple) and len(local) >= 2:
+            self._record.upstream(int(local[1]))
         return True
 
     async def _wait_closed(self) -> None:

@@ -509,7 +509,7 @@ def test_the_policy_values_check_themselves_when_made() -> None:
     with pytest.raises(PolicyError, match=r"^max_attempts: expected an integer >= 1, got -3$"):
         ClientPolicy(max_attempts=-3)
     no_cap = BackoffConfig(caps=((1, math.inf),))  # "no cap" is a policy (the zoo's no_cap)
-    with pytest.raises(PolicyError, match=r"^policy\.backoff\.caps: expected seconds in"):
+    with pytest.raises(PolicyError, match=r"^policy\.backoff\.caps\[1\]: expected seconds in"):
         Profile("p", 1, "t", "s", ClientPolicy(backoff=no_cap))  # ...but not a judgeable claim
 
 

@@ -80,10 +80,10 @@ HERD_FORM_LIMIT = 30.0  # seconds the herd may take to form while streams keep o
 
 
 def _linked(ev: Evidence) -> Evidence:
-    """``ev`` with each attempt tied to the new connection it came on, where the records
-    tie them (``conformance._timing.connection_windows``): a retry's wait then ends at
-    that connection's accept, the earliest sign of the retry on the path, and the rest
-    of the connection's set-up counts as path, not as the client's delay."""
+    """``ev`` with the accept of each attempt's new connection, as the ledger links them
+    (``conformance._timing.connection_accepts``): a retry's wait then ends at that
+    connection's accept, the earliest sign of the retry on the path, and the rest of the
+    connection's set-up counts as path, not as the client's delay."""
     return replace(ev, noise=ev.noise.linked(ev.attempts, ev.connections))
 
 
@@ -736,7 +736,7 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
             a.arrived_at,
             ev.noise,
             out=ev.noise.hop_out(a),
-            opened=ev.noise.opened_window(a),
+            opened=ev.noise.opened_at(a),
         )
         for a in again
     ]
