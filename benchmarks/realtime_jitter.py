@@ -114,11 +114,13 @@ CLIENTS: dict[str, tuple[Callable[[], type[ReferenceAdapter]], str]] = {
 }
 
 
-def _play(make: type[ReferenceAdapter], seed: int) -> list[CaseResult]:
+def _play(make: type[ReferenceAdapter], seed: int, catalog: bool = False) -> list[CaseResult]:
+    factory: Callable[[], ClientAdapter] = make
+    if catalog:  # the whole catalog, real time at test timing, as a user's run plays it
+        return list(run_suite(factory, seed=seed, timing="test"))
     results: list[CaseResult] = []
     for case in CASES:
         profile = PROFILES.get(case, "seed-eventsource")
-        factory: Callable[[], ClientAdapter] = make
         # Real time at test timing, whatever the adapter declares (the reference may
         # run in virtual time, where no load reaches a verdict).
         results.extend(run_suite(factory, profile=profile, select=[case], seed=seed, timing="test"))
@@ -169,6 +171,11 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="the first run's seed")
     parser.add_argument("--dump", action="store_true", help="detail every unexpected verdict")
+    parser.add_argument(
+        "--catalog",
+        action="store_true",
+        help="a client that must PASS plays the whole catalog (the others the three cases)",
+    )
     args = parser.parse_args()
     names = list(CLIENTS) if args.clients == "all" else args.clients.split(",")
     counts: dict[str, Counter[tuple[str, str]]] = {name: Counter() for name in names}
@@ -179,9 +186,14 @@ def main() -> int:
             for run in range(args.runs):
                 for name in names:
                     make, wanted = CLIENTS[name]
-                    for result in _play(make(), args.seed + run):
+                    whole = args.catalog and wanted == "PASS"
+                    for result in _play(make(), args.seed + run, whole):
                         verdict = result.verdict.value
                         counts[name][(result.case.id, verdict)] += 1
+                        if whole and result.case.id not in CASES:
+                            if verdict not in ("PASS", "UNSUPPORTED"):
+                                print(f"run {run + 1} {name} {result.case.id}: {verdict}")
+                            continue
                         note = f" x{result.factor:g}" if result.factor != 1 else ""
                         print(f"run {run + 1} {name} {result.case.id}: {verdict}{note}", flush=True)
                         if args.dump and verdict != wanted:
@@ -202,6 +214,15 @@ def main() -> int:
         for case in CASES:
             seen = {v: n for (c, v), n in sorted(counts[name].items()) if c == case}
             print(f"  {case}: " + ", ".join(f"{v} {n}" for v, n in seen.items()))
+        rest = Counter()
+        for (case, verdict), n in counts[name].items():
+            if case not in CASES:
+                rest[verdict] += n
+        if rest:
+            print(
+                "  the rest of the catalog: "
+                + ", ".join(f"{v} {n}" for v, n in sorted(rest.items()))
+            )
     return 0
 
 
