@@ -6,7 +6,7 @@
 
 The reference client announces every delay it draws (its "retrying" state carries it),
 so for each of the jitter cases' 50 clients the harness's true share of a measured
-wait is known: measured minus announced. The model (``conformance._timing``) claims
+wait is known: measured minus announced. The model (``conformance.timing``) claims
 that share is at most ``measured - least``. This prints, per round and in all, how
 often the claim held, the quantiles of the true share and of the model's allowance,
 and how many waits the model called undecidable. A claim that fails is a possible
@@ -33,7 +33,7 @@ from _load import Load, stop_signals
 from conformance._case import all_cases, get_case
 from conformance._profiles import get_profile
 from conformance._runner import SuiteRunner
-from conformance._timing import wait_between
+from conformance.timing import wait_between
 from pytest_streamcheck._reference import ReferenceAdapter
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10")

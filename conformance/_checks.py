@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from conformance._case import Outcome
 from conformance._evidence import Delivery, Evidence
-from conformance._timing import Decision, Noise
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import Decision
 from fake_servers import Attempt, SentEvent
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from conformance._timing import Noise
+from conformance.timing._noise import Noise
 from fake_servers import Attempt, Connection, now
 
 __all__ = [

@@ -21,9 +21,8 @@ from typing import Any, TypeVar
 
 from conformance._adapter import ClientAdapter, HostsLibraryClients, Startable
 from conformance._result import HarnessError, LoopBlocked
-from conformance._timing import CLIENT_SOURCE, SDK_LOOP_SOURCE
 from fake_servers import Ledger
-from fake_servers._noise import LagProbe
+from fake_servers._noise import LagProbe, Source
 from fake_servers._virtual import VirtualLoop, kit_calls
 
 __all__ = [
@@ -112,12 +111,12 @@ class AdapterHost:
         )
         self._thread.start()
         self._heartbeat = _Heartbeat(loop)
-        self._loop_lag = LagProbe(self._ledger, CLIENT_SOURCE)
+        self._loop_lag = LagProbe(self._ledger, Source.CLIENT)
         adapter = self.call(self._make_adapter(), 2 * COMMAND_LIMIT, "starting the adapter")
         self.adapter = adapter
         # A library's client instances on the loop: a hosting loop (docs/timing.md).
         if isinstance(adapter, HostsLibraryClients) and adapter.hosts_library_clients:
-            self._loop_lag = LagProbe(self._ledger, SDK_LOOP_SOURCE)
+            self._loop_lag = LagProbe(self._ledger, Source.SDK_LOOP)
         self._open = True
         return adapter
 

@@ -16,7 +16,7 @@ overlap, and why (docs/timing.md, "Cases side by side"):
   cleanly: a client that does not start, or blocks its loop, is met once, as in a
   serial run, and every later case says so at once;
 - an undecidable try that played beside other cases plays again alone at its own
-  scale first (``conformance._rejudge``), then at x2, x4, x12 and x30 as in a serial run;
+  scale first (``conformance.timing.Rejudging``), then at x2, x4, x12 and x30 as in a serial run;
 - the lanes in use follow the noise (``Planner.finish``): when the typical p99 lag of
   the last cases passes ``CROWDED_LAG`` they halve; below ``CALM_LAG`` one reopens.
 
@@ -38,10 +38,10 @@ from typing import Unpack
 from conformance._adapter import AdapterInfo, ClientAdapter
 from conformance._case import Case, Verdict
 from conformance._profiles import Profile
-from conformance._rejudge import RejudgeBudget
 from conformance._result import CaseResult, HarnessError, RunSettings
 from conformance._runner import CASE_TIMEOUT, SuiteRunner
 from conformance._schedule import DEFAULT_LANES, Job, Planner
+from conformance.timing._rejudge import RejudgeBudget
 
 __all__ = ["DEFAULT_LANES", "Lanes", "lag_of"]
 

@@ -3,8 +3,8 @@
 A ``SuiteRunner`` owns one fake server, one fault proxy and one client (hosted on a loop
 of its own: ``conformance._host``). For each case it picks the profile, says why a case
 is not played, plays the case (``conformance._context``) and judges it, re-judging an
-undecidable one as ``conformance._rejudge`` asks. A case the adapter breaks is an ERROR,
-and the next case gets a fresh loop and adapter. Two breakages end the run's cases at
+undecidable one as ``conformance.timing.Rejudging`` asks. A case the adapter breaks is
+an ERROR, and the next case gets a fresh loop and adapter. Two breakages end the run's cases at
 once instead (each later case is an ERROR saying why): a loop blocked by a synchronous
 call (the kit cannot take a thread back), and a client that cannot be started again
 after it broke. ``run_suite`` (``conformance._suite``) and the lanes build on this.
@@ -32,7 +32,16 @@ from conformance._context import CaseRun, quiet_gc
 from conformance._evidence import Evidence
 from conformance._host import BLOCKED, AdapterHost
 from conformance._profiles import Profile, ProfileError, Timing, get_profile
-from conformance._rejudge import (
+from conformance._result import (
+    CaseResult,
+    HarnessError,
+    LoopBlocked,
+    SkipKind,
+    verdict_of,
+)
+from conformance.reference._config import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._rejudge import (
     Decided,
     Play,
     RejudgeBudget,
@@ -42,15 +51,6 @@ from conformance._rejudge import (
     factors_for,
     sure,
 )
-from conformance._result import (
-    CaseResult,
-    HarnessError,
-    LoopBlocked,
-    SkipKind,
-    verdict_of,
-)
-from conformance._timing import Noise
-from conformance.reference._config import ClientPolicy
 from fake_servers import FakeServer, FaultProxy, Scenario, now
 
 __all__ = [

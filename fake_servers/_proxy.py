@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from fake_servers._clock import now
 from fake_servers._ledger import Connection, ConnectionEnd, ConnectionWriter, Ledger
 from fake_servers._listen import listening_socket
-from fake_servers._noise import LagProbe
+from fake_servers._noise import LagProbe, Source
 from fake_servers._virtual import kit_calls
 
 __all__ = ["Direction", "Fault", "FaultKind", "FaultProxy"]
@@ -170,7 +170,7 @@ class FaultProxy:
         self._thread: threading.Thread | None = None
         self._shared = False  # running on a loop it was given (see start)
         self._listening: socket.socket | None = None  # the last listener bound
-        self._lag = LagProbe(self.ledger, "proxy")
+        self._lag = LagProbe(self.ledger, Source.PROXY)
 
     @property
     def url(self) -> str:
@@ -384,7 +384,7 @@ class FaultProxy:
 
     async def _shutdown(self) -> None:
         self._lag.cancel_now()
-        self._lag = LagProbe(self.ledger, "proxy")  # for a start() after this stop
+        self._lag = LagProbe(self.ledger, Source.PROXY)  # for a start() after this stop
         self._close_listener()
         await self._cut_all("proxy")
         if self._shared:  # the other tasks on the loop are the server's and the client's

@@ -28,7 +28,7 @@ from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
 from fake_servers._listen import listening_socket
-from fake_servers._noise import LagProbe
+from fake_servers._noise import LagProbe, Source
 from fake_servers._script import Endpoint, Method, Scenario, Step, Then
 from fake_servers._virtual import kit_calls
 
@@ -80,7 +80,7 @@ class FakeServer:
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self._lag = LagProbe(self.ledger, "server")
+        self._lag = LagProbe(self.ledger, Source.SERVER)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._connections: _Connections | None = None  # the running server's, for stop()
@@ -202,7 +202,7 @@ class FakeServer:
             with contextlib.suppress(Exception):  # a stop that failed is reported below
                 hosted.result(limit)
         self._thread = self._loop = self._stopping = self._hosted = None
-        self._lag = LagProbe(self.ledger, "server")  # asyncio.run cancelled the old one
+        self._lag = LagProbe(self.ledger, Source.SERVER)  # asyncio.run cancelled the old one
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -216,7 +216,7 @@ class FakeServer:
         if self._hosted is None:
             return
         self._hosted = self._loop = self._stopping = None
-        self._lag = LagProbe(self.ledger, "server")
+        self._lag = LagProbe(self.ledger, Source.SERVER)
         if self._sock is not None:
             self._sock.close()
             self._sock = None

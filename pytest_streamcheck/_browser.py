@@ -31,10 +31,9 @@ from urllib.parse import urlsplit, urlunsplit
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._result import HarnessError
-from conformance._timing import PAGE_SOURCE
 from conformance.reference import ClientPolicy
 from fake_servers import now
-from fake_servers._noise import PROBE_INTERVAL
+from fake_servers._noise import PROBE_INTERVAL, Source
 from pytest_streamcheck import _browser_host
 from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
 from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
 
     from fake_servers._ledger import Ledger
 
-__all__ = ["LAG_SOURCE", "NATIVE_PAGE", "NATIVE_PAGES", "BrowserAdapter"]
+__all__ = ["NATIVE_PAGE", "NATIVE_PAGES", "BrowserAdapter"]
 
 T = TypeVar("T")
 # browser:NAME for a page the kit ships (served under /__streamcheck/).
@@ -222,8 +221,7 @@ _EMIT = """(() => {
 # The page's lag probe (``__streamcheckLag``): a setTimeout chain of PROBE_INTERVAL, each
 # wake-up late by as much as the renderer delays any timer or read of the page; its
 # rows reach the kit every LAG_BATCH seconds through the binding and at the case's end
-# (``collect_lag``), mapped onto the kit's clock, as the source LAG_SOURCE.
-LAG_SOURCE = PAGE_SOURCE  # a hosting loop: its lag spans a whole wait (_timing)
+# (``collect_lag``), mapped onto the kit's clock, as ``Source.PAGE`` (a hosting loop).
 LAG_BATCH = 1.0  # seconds; measured: 0.1 s cost twice the CPU of 1 s (docs/browser.md)
 PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
 _DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
@@ -432,7 +430,7 @@ class BrowserAdapter(Peer):
 
     def measure_lag(self, ledger: Ledger | None) -> None:
         """From any thread: while a case plays, probe the page's own event-loop lag into
-        ``ledger`` (source LAG_SOURCE); None stops the probe. The runner calls it as it
+        ``ledger`` (``Source.PAGE``); None stops the probe. The runner calls it as it
         starts and stops its own probes; the probe starts on the page each ``reset``
         opens, so it runs on the page the case plays against."""
         self._lag_ledger = ledger
@@ -457,7 +455,7 @@ class BrowserAdapter(Peer):
         except _TimedOut:
             # The page's loop gave no sign the whole case, as far as the kit can tell:
             # one wake-up due as the case began and not seen by now (``Noise.page_stalled``).
-            ledger.record_lag(LAG_SOURCE, self._lag_since, now())
+            ledger.record_lag(Source.PAGE, self._lag_since, now())
             return
         except Exception:  # a page that went away took its rows along
             return
@@ -595,7 +593,7 @@ class BrowserAdapter(Peer):
             due, woke = rows[i], rows[i + 1]
             if isinstance(due, int | float) and isinstance(woke, int | float):
                 row = on_kit_clock(due / 1000, woke / 1000, offset, latest)
-                ledger.record_lag(LAG_SOURCE, *row)
+                ledger.record_lag(Source.PAGE, *row)
 
     def _record_network(self) -> None:
         """The network hop of every finished request so far, into the ledger by attempt."""
@@ -714,7 +712,7 @@ class BrowserAdapter(Peer):
             return
         at = self._kit_time(page_ms)
         if at is not None:
-            ledger.record_lag(LAG_SOURCE, sent, max(sent, at))
+            ledger.record_lag(Source.PAGE, sent, max(sent, at))
 
     async def _set_offline(self, offline: bool) -> None:
         await self.start()

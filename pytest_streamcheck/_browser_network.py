@@ -6,7 +6,7 @@ That hop runs in Chromium's network process, in none of the kit's loops and not 
 page's renderer thread, so no timer probe sees it: a few milliseconds alone, up to
 190 ms when fifty of a page's clients retry at once (docs/browser.md, "The network
 hop"). The hops go into the ledger by attempt (``Ledger.record_hop``) and each wait
-the kit measures between two attempts is less their own hops (``conformance._timing``).
+the kit measures between two attempts is less their own hops (``conformance.timing``).
 Pure: the adapter hands in the page's entries and the ledger's attempts.
 
 A hop is measured only where the pairing is certain: an entry whose request did not overlap

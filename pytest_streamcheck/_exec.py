@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Self, cast
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
 from conformance._result import HarnessError
-from conformance._timing import PROCESS_SOURCE
 from conformance.reference import ClientPolicy
 from fake_servers import now
+from fake_servers._noise import Source
 from pytest_streamcheck._exec_protocol import (
     HELLO_TIMEOUT,
     LAG_EVENT,
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from fake_servers import Ledger
 
 __all__ = [
-    "LAG_SOURCE",
     "PROTOCOL_VERSION",
     "ExecAdapter",
     "ProtocolError",
@@ -78,8 +77,6 @@ QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
 # process it starts: what finds a grandchild that left the process group and lost
 # its parent (the kit kills what still carries it when the client stops).
 CLIENT_MARK = "STREAMCHECK_EXEC_CLIENT"
-# The ledger's name for a client process's own loop lag (docs/exec-protocol.md, "lag").
-LAG_SOURCE = PROCESS_SOURCE  # a hosting loop: its lag spans a whole wait (_timing)
 # How long a case's end waits for the rows a probing process still holds.
 LAG_FLUSH_LIMIT = 0.5
 
@@ -456,7 +453,8 @@ class ExecAdapter(Peer):
     # -- the process's own lag -----------------------------------------------------------------
     def measure_lag(self, ledger: Ledger | None) -> None:
         """From any thread: while a case plays, have a probing process (``lag_probe`` in
-        its hello) report its event loop's lag into ``ledger``; None stops it."""
+        its hello) report its event loop's lag into ``ledger`` as ``Source.PROCESS`` (a
+        hosting loop: docs/exec-protocol.md, "lag"); None stops it."""
         self._lag_ledger = ledger
         loop = self._loop
         if self._probes_lag and loop is not None and not loop.is_closed():
@@ -484,7 +482,7 @@ class ExecAdapter(Peer):
         ledger = self._lag_ledger
         if ledger is not None:
             for due, woke in rows:
-                ledger.record_lag(LAG_SOURCE, due, woke)
+                ledger.record_lag(Source.PROCESS, due, woke)
         flushed = self._lag_flushed
         if event.get("flushed") is True and flushed is not None and not flushed.done():
             flushed.set_result(None)

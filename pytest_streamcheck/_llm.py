@@ -232,8 +232,8 @@ class LLMServer:
             The verdict; ``verdict.assert_ok()`` fails the test on a MUST finding.
         """
         from conformance._profiles import get_profile
-        from conformance._timing import UNMEASURED_SLACK, Noise
         from conformance._verdict import judge
+        from conformance.timing import UNMEASURED_SLACK, Noise
         from fake_servers import LedgerTimeout, now
 
         mark = stopped_reading_at if stopped_reading_at is not None else self._stopped_reading_at

@@ -13,7 +13,7 @@ from browser_support import LoopThread, need_chromium, open_stream
 
 from conformance._evidence import DeliveryLog
 from conformance._profiles import HTML_EVENTSOURCE, get_profile
-from conformance._timing import Noise
+from conformance.timing import Noise
 from fake_servers import FakeServer, stream
 from fake_servers._formats import _REGISTRY
 from pytest_streamcheck._browser import BrowserAdapter

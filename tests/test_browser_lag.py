@@ -11,10 +11,11 @@ import pytest
 from browser_support import PAGES, LoopThread, need_chromium
 
 from conformance._suite import run_suite
-from conformance._timing import Noise
+from conformance.timing import Noise
 from fake_servers import FakeServer, now
+from fake_servers._noise import Source
 from pytest_streamcheck import _browser, _browser_host
-from pytest_streamcheck._browser import LAG_SOURCE, BrowserAdapter
+from pytest_streamcheck._browser import BrowserAdapter
 
 pytestmark = pytest.mark.slow
 
@@ -53,31 +54,31 @@ def test_a_page_that_blocks_its_loop_shows_it_on_the_kits_clock(
         adapter.measure_lag(ledger)
         lane.run(adapter.reset())  # the probe starts on the page a reset opens
         deadline = time.monotonic() + 5  # the batches come through the binding meanwhile
-        while len(ledger.lags().get(LAG_SOURCE, ())) < 20 and time.monotonic() < deadline:
+        while len(ledger.lags().get(Source.PAGE, ())) < 20 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(ledger.lags().get(LAG_SOURCE, ())) >= 20
+        assert len(ledger.lags().get(Source.PAGE, ())) >= 20
         before = now()
         block = f"const t = performance.now() + {BLOCK * 1000}; while (performance.now() < t);"
         lane.run(adapter.evaluate(f"(() => {{ {block} return 0; }})()"))
         after = now()
         time.sleep(0.05)
         lane.run(adapter.collect_lag())
-        rows = ledger.lags()[LAG_SOURCE]
+        rows = ledger.lags()[Source.PAGE]
         late = [(due, woke) for due, woke in rows if woke - due >= BLOCK - 0.03]
         assert late, Noise.from_ledger(ledger.lags()).summary()
         due, woke = late[0]
         # Due as the block began, woken as it ended: both on the kit's clock.
         assert before - 0.02 <= due <= after - BLOCK + 0.01, (before, due, after)
         assert woke <= after + 0.1, (after, woke)  # the timer runs once the block returns
-        summary = Noise.from_ledger(ledger.lags()).summary()[LAG_SOURCE]
+        summary = Noise.from_ledger(ledger.lags()).summary()[Source.PAGE]
         assert summary["max"] >= BLOCK - 0.03
         # Stopped: no more rows, and the page's probe is gone.
         adapter.measure_lag(None)
         time.sleep(0.1)
-        count = len(ledger.lags()[LAG_SOURCE])
+        count = len(ledger.lags()[Source.PAGE])
         assert lane.run(adapter.evaluate("window.__streamcheckLag.take()")) is None
         time.sleep(0.15)
-        assert len(ledger.lags()[LAG_SOURCE]) == count
+        assert len(ledger.lags()[Source.PAGE]) == count
     finally:
         lane.run(adapter.aclose())
 
@@ -98,7 +99,7 @@ def test_a_cases_evidence_carries_the_page_lag_series() -> None:
     assert result.evidence is not None, result.reason
     summary = result.evidence.noise.summary()
     # The series is there; how many samples a starved page takes varies (4 in CI).
-    assert summary[LAG_SOURCE]["samples"] >= 1, summary
+    assert summary[Source.PAGE]["samples"] >= 1, summary
     assert "client" in summary  # the adapter's own Python loop, beside it
     assert "page loop p99" in result.evidence.noise.headline()
 
@@ -107,7 +108,7 @@ def test_the_pages_lag_never_makes_the_kit_overloaded() -> None:
     """A page that blocks its own loop must not excuse itself: its lag widens the slack
     of the moments it covers, as the client loop's does, but only the kit's loops
     (server, proxy) can make a case too noisy for a sure FAIL."""
-    blocked = Noise.from_ledger({LAG_SOURCE: [(t / 200, t / 200 + 0.5) for t in range(200)]})
+    blocked = Noise.from_ledger({Source.PAGE: [(t / 200, t / 200 + 0.5) for t in range(200)]})
     assert blocked.overloaded() is None
     assert blocked.lag(0.5) >= 0.5
 
@@ -124,15 +125,15 @@ def test_the_kits_commands_and_network_switches_are_timed_to_the_page(
         lane.run(adapter.start())
         adapter.measure_lag(ledger)
         lane.run(adapter.reset())
-        assert LAG_SOURCE not in ledger.lags()  # reset is not a timed command
+        assert Source.PAGE not in ledger.lags()  # reset is not a timed command
         before = now()
         lane.run(adapter.offline())
         lane.run(adapter.online())
         adapter._send_nowait({"cmd": "cancel", "stream": "none"})  # as a cancelled stream's
         deadline = time.monotonic() + 3
-        while len(ledger.lags().get(LAG_SOURCE, ())) < 3 and time.monotonic() < deadline:
+        while len(ledger.lags().get(Source.PAGE, ())) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        rows = ledger.lags()[LAG_SOURCE]
+        rows = ledger.lags()[Source.PAGE]
         assert len(rows) == 3, rows
         for due, woke in rows:
             assert before <= due <= woke <= now()

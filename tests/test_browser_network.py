@@ -13,8 +13,9 @@ from _records import request_record
 from browser_support import PAGES, need_chromium
 
 from conformance._suite import run_suite
-from conformance._timing import HOP_SOURCE, Noise, wait_between
+from conformance.timing import Noise, wait_between
 from fake_servers import Attempt, Ledger, Respond
+from fake_servers._noise import Source
 from pytest_streamcheck._browser import BrowserAdapter
 from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
 
@@ -104,9 +105,9 @@ def test_hops_are_reported_beside_the_loops_but_are_not_a_loop() -> None:
     ledger.record_hop(3, out=0.01, back=0.03)  # the largest of each way is kept
     assert ledger.hops() == {3: (0.02, 0.03)}
     noise = Noise.from_ledger(ledger.lags(), hops=ledger.hops())
-    assert HOP_SOURCE not in noise.summary()  # what decides overload and noisy herds
+    assert Source.NETWORK not in noise.summary()  # what decides overload and noisy herds
     assert noise.worst_p99() == pytest.approx(0.002)
-    assert noise.report()[HOP_SOURCE]["samples"] == 2
+    assert noise.report()[Source.NETWORK]["samples"] == 2
     assert "network hop p99 30.0 ms" in noise.headline()
     assert noise.to_json()["hops"] == {"3": [0.02, 0.03]}
 
@@ -124,7 +125,7 @@ def test_a_timer_failure_behind_a_held_request_is_undecidable() -> None:
     page's own stall timer gave up and retried (a 401 twice). With the kit's loops quiet,
     that hop makes the FAIL undecidable; without a timer that fired, the FAIL stands."""
     from conformance import Delivery, Evidence, Outcome
-    from conformance._rejudge import sure
+    from conformance.timing import sure
 
     held = Noise.from_ledger({"server": [(1.0, 1.001)]}, hops={1: (2.1, 0.0)})
     assert held.held_in_transit() is not None
@@ -145,7 +146,7 @@ def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     hops = result.evidence.noise.hops
     assert hops, result.evidence.noise.to_json()
     assert set(hops) <= seqs, (hops, seqs)
-    assert result.evidence.noise.report()[HOP_SOURCE]["samples"] >= 1
+    assert result.evidence.noise.report()[Source.NETWORK]["samples"] >= 1
 
 
 def test_the_page_notes_when_each_fetch_reached_its_code(fake_server) -> None:

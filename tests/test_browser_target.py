@@ -332,8 +332,9 @@ def test_a_page_that_does_not_answer_as_the_case_ends_leaves_a_stall_row(lane) -
     """The page's loop blocked past the kit's collect (CLOSE_GRACE): the kit records one
     wake-up due when the probe started and not seen by now, so the case's noise says the
     page stood still (``Noise.page_stalled``) instead of holding no page rows at all."""
-    from conformance._timing import PAGE_SOURCE, PAGE_STALL
+    from conformance.timing import PAGE_STALL
     from fake_servers._ledger import Ledger
+    from fake_servers._noise import Source
 
     adapter = _started(lane, "tiny.html")
     ledger = Ledger()
@@ -346,7 +347,7 @@ def test_a_page_that_does_not_answer_as_the_case_ends_leaves_a_stall_row(lane) -
         started = now()
         lane.run(adapter.collect_lag())
         assert now() - started < CLOSE_GRACE + 2.0
-        rows = ledger.lags()[PAGE_SOURCE]
+        rows = ledger.lags()[Source.PAGE]
         assert max(woke - due for due, woke in rows) >= CLOSE_GRACE
         assert CLOSE_GRACE >= PAGE_STALL  # so the row makes the stall count
     finally:

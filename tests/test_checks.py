@@ -16,8 +16,8 @@ from test_timing import noisy, quiet
 from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._checks import delivered_exactly, ended_with_error
 from conformance._profiles import get_profile
-from conformance._timing import Noise
 from conformance.cases._common import BREAK_HOLD
+from conformance.timing import Noise
 from fake_servers import Attempt, SentEvent
 
 POLICY = get_profile("seed-eventsource").at("test")

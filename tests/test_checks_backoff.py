@@ -1,6 +1,6 @@
 """The backoff checks' judgement on hand-built records: a correct client passes, each
 mistake fails, the statistics' false-failure bounds hold, and the harness's measured
-noise makes a case undecidable, never a false FAIL (``conformance._timing``).
+noise makes a case undecidable, never a false FAIL (``conformance.timing``).
 
 Evidence carries quiet measured noise unless a test says otherwise: the measured path
 is the one the runner takes. ``Noise()`` (unmeasured) is tested where it still decides.
@@ -22,11 +22,20 @@ from test_timing import BLOCK, noisy, noisy_noise, quiet, quiet_noise
 from conformance import Delivery, Evidence, Outcome, all_cases, get_case
 from conformance._context import quiet_gc
 from conformance._profiles import get_profile
-from conformance._rejudge import REJUDGE_FACTORS
-from conformance._stats import (
+from conformance.cases import backoff as bk
+from conformance.cases.backoff import envelope_outcome, envelope_resolution, first_delay_range
+from conformance.reference import BackoffConfig, ClientPolicy
+from conformance.timing import (
     HERD_RANGE,
     HERD_RISK,
     HERD_WINDOW,
+    OVERLOAD_P99,
+    PATH_FLOOR,
+    REJUDGE_FACTORS,
+    UNMEASURED_SLACK,
+    Noise,
+    Wait,
+    decide,
     herd_limit,
     herd_outcome,
     jitter_outcome,
@@ -34,20 +43,9 @@ from conformance._stats import (
     scan_bound,
     scan_max,
     too_noisy,
-)
-from conformance._timing import (
-    OVERLOAD_P99,
-    PATH_FLOOR,
-    UNMEASURED_SLACK,
-    Noise,
-    Wait,
-    decide,
     wait_between,
     wait_from,
 )
-from conformance.cases import backoff as bk
-from conformance.cases.backoff import envelope_outcome, envelope_resolution, first_delay_range
-from conformance.reference import BackoffConfig, ClientPolicy
 from fake_servers import Attempt, Connection, SentEvent
 
 EVENTSOURCE = get_profile("seed-eventsource").at("test")

@@ -16,10 +16,10 @@ from test_timing import BLOCK, noisy, quiet
 
 from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._profiles import get_profile
-from conformance._timing import AT_ONCE, UNMEASURED_SLACK, Noise
 from conformance.cases import breaker
 from conformance.cases._common import BREAK_HOLD, PATH
 from conformance.reference import ClientPolicy
+from conformance.timing import AT_ONCE, UNMEASURED_SLACK, Noise
 from fake_servers import Attempt, SentEvent
 
 SEED = get_profile("seed-eventsource").at("test")

@@ -1,6 +1,6 @@
 """The stall, offline and cancel checks on hand-built records: a correct client passes,
 each mistake fails, and the harness's measured noise makes a check undecidable, never a
-false FAIL (``conformance._timing``).
+false FAIL (``conformance.timing``).
 
 Evidence carries quiet measured noise unless a test says otherwise: the measured path
 is the one the runner takes. ``Noise()`` (unmeasured) keeps the stated 0.5 s slack.
@@ -18,14 +18,6 @@ from test_timing import BLOCK, QUIET_LAG, noisy_noise, quiet, quiet_noise
 from conformance import Delivery, Evidence, Outcome, get_case
 from conformance._checks import reaction_resolution
 from conformance._profiles import get_profile
-from conformance._timing import (
-    AT_ONCE,
-    LAG_FACTOR,
-    LOWER_FLOOR,
-    PATH_FLOOR,
-    UNMEASURED_SLACK,
-    Noise,
-)
 from conformance.cases.cancel import closed_by_client_within
 from conformance.cases.offline import (
     KIT,
@@ -45,6 +37,14 @@ from conformance.cases.stall import (
     last_activity,
     received_by,
     stalled_state_before_close,
+)
+from conformance.timing import (
+    AT_ONCE,
+    LAG_FACTOR,
+    LOWER_FLOOR,
+    PATH_FLOOR,
+    UNMEASURED_SLACK,
+    Noise,
 )
 from fake_servers import Attempt, Connection, SentEvent
 

@@ -12,7 +12,8 @@ import json
 import pytest
 
 from conformance import Verdict, run_suite
-from pytest_streamcheck._exec import LAG_SOURCE, ExecAdapter
+from fake_servers._noise import Source
+from pytest_streamcheck._exec import ExecAdapter
 from pytest_streamcheck._targets import TargetError, load_target
 from pytest_streamcheck.clients import node
 
@@ -108,8 +109,8 @@ def test_the_node_process_lag_is_in_every_case_noise() -> None:
     (result,) = run_suite(load_target("node-openai"), select=["SC-RETRY-12"])
     assert result.evidence is not None
     summary = result.evidence.noise.summary()
-    assert summary[LAG_SOURCE]["samples"] > 10, summary
-    assert {"server", "proxy", "client", LAG_SOURCE} <= set(summary)
+    assert summary[Source.PROCESS]["samples"] > 10, summary
+    assert {"server", "proxy", "client", Source.PROCESS} <= set(summary)
 
 
 def test_without_the_install_the_target_says_what_to_run(

@@ -21,8 +21,8 @@ from conformance import Verdict, run_suite
 from conformance._adapter import AdapterRequest, ClientAdapter, StreamSink
 from conformance._case import JsonBody, StreamRequest
 from conformance._evidence import Delivery, DeliveryLog
-from conformance._timing import CLIENT_SOURCE, SDK_LOOP_SOURCE
 from fake_servers import FakeServer, reply, respond
+from fake_servers._noise import Source
 
 PASS, FAIL = Verdict.PASS, Verdict.FAIL
 
@@ -105,8 +105,8 @@ def test_an_async_library_adapters_loop_is_probed_as_a_queueing_host(name):
     (result,) = run_suite(_factory(name), select=["SC-RETRY-2"], timing="real")
     assert result.evidence is not None
     summary = result.evidence.noise.summary()
-    assert summary[SDK_LOOP_SOURCE]["samples"] > 3, summary
-    assert CLIENT_SOURCE not in summary
+    assert summary[Source.SDK_LOOP]["samples"] > 3, summary
+    assert Source.CLIENT not in summary
 
 
 def test_httpx_sse_never_retries():

@@ -25,9 +25,9 @@ from conformance._evidence import Delivery, DeliveryLog
 from conformance._result import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
+from fake_servers._noise import Source
 from fake_servers._server import FakeServer
 from pytest_streamcheck._exec import (
-    LAG_SOURCE,
     ExecAdapter,
     ProtocolError,
     parse_event,
@@ -495,7 +495,7 @@ async def test_a_probing_process_reports_its_lag_into_the_ledger() -> None:
         await adapter.collect_lag()
         adapter.measure_lag(None)
         await eventually(lambda: any("on=False" in s for s in adapter.stderr_tail()), "off")
-        ((due, woke),) = server.ledger.lags()[LAG_SOURCE]
+        ((due, woke),) = server.ledger.lags()[Source.PROCESS]
         assert woke - due == pytest.approx(0.2, abs=0.01)
         assert before - 0.4 < due < now()
         assert [s for s in adapter.stderr_tail() if "lag_probe:" in s] == [
@@ -517,4 +517,4 @@ async def test_a_process_that_does_not_probe_is_never_asked_to() -> None:
         adapter.measure_lag(None)
         await adapter.reset()  # a round trip: any lag command would have been read by now
         assert not any("lag_probe:" in s for s in adapter.stderr_tail())
-        assert LAG_SOURCE not in server.ledger.lags()
+        assert Source.PROCESS not in server.ledger.lags()

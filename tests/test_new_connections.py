@@ -4,7 +4,7 @@ The proxy stamps each connection's accept and records the local port of its sock
 the server; the server stamps each request's arrival and records the port it came
 from. The ledger links them exactly (``fake_servers._ledger.link_attempts``), and a
 wait that ends with an attempt on a new connection ends at that connection's accept
-(``conformance._timing.connection_accepts``), the earliest sign of the retry on the
+(``conformance.timing.connection_accepts``), the earliest sign of the retry on the
 path. Hand-built records show both sides of the issue: a correct client whose every
 retry opened a connection that took 43-183 ms to set up FAILed ("surely outside") and
 now PASSes; a fixed delay whose arrivals load spread upward PASSed the herd and now
@@ -25,9 +25,9 @@ from test_checks_backoff import CUT, REACTION, attempt, check, tuned
 from test_timing import quiet_noise
 
 from conformance import Outcome
-from conformance._timing import Noise, connection_accepts, wait_between, wait_from
 from conformance.cases import backoff as bk
 from conformance.cases.backoff import first_delay_range
+from conformance.timing import Noise, connection_accepts, wait_between, wait_from
 from fake_servers import (
     Attempt,
     Connection,

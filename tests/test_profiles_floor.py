@@ -19,9 +19,9 @@ from conformance._profiles import (
     ProfileError,
     load_profile,
 )
-from conformance._timing import LOWER_FLOOR, PATH_FLOOR
 from conformance.reference import BackoffConfig, PolicyError
 from conformance.reference._policy import backoff_delay
+from conformance.timing import LOWER_FLOOR, PATH_FLOOR
 
 
 def profile(scale: float, policy: object = SEED_EVENTSOURCE) -> Profile:

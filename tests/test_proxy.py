@@ -19,7 +19,7 @@ import httpx
 import pytest
 from _echo import EchoServer, event, pattern, request
 
-from conformance._timing import PATH_FLOOR, Noise
+from conformance.timing import PATH_FLOOR, Noise
 from fake_servers import Fault, FaultProxy, Ledger, now
 
 WAIT = 5.0  # deadline for anything that should happen "now"

@@ -1,4 +1,4 @@
-"""Re-judging (conformance._rejudge.Rejudging): which try plays next after an undecidable
+"""Re-judging (conformance.timing.Rejudging): which try plays next after an undecidable
 one; pure, so every transition is judged here from a table, without a runner."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conformance._rejudge import (
+from conformance.timing._rejudge import (
     _TRANSITIONS,
     FIXED_RETRIES,
     LIMIT_GROWTH,

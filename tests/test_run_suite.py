@@ -201,7 +201,7 @@ def test_a_rejudging_try_gets_a_limit_that_grows_with_its_scale() -> None:
     from conformance._case import Case, Level, Outcome
     from conformance._lanes import Lanes
     from conformance._profiles import get_profile
-    from conformance._rejudge import REJUDGE_FACTORS
+    from conformance.timing import REJUDGE_FACTORS
     from pytest_streamcheck import ReferenceAdapter
 
     profile = get_profile("seed-eventsource")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance._timing import Noise
+from conformance.timing import Noise
 from fake_servers._clock import now
 from fake_servers._script import Gap, Respond, Stall, Step, Stream
 

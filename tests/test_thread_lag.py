@@ -8,19 +8,18 @@ from __future__ import annotations
 import threading
 import time
 
-from conformance._timing import HOSTING_SOURCES, THREADS_SOURCE
 from fake_servers import Ledger
-from fake_servers._noise import PROBE_INTERVAL, ThreadLagProbe
+from fake_servers._noise import PROBE_INTERVAL, Source, ThreadLagProbe
 from pytest_streamcheck.clients._py_common import ThreadedSyncAdapter
 
 
 def _lags(ledger: Ledger) -> list[tuple[float, float]]:
-    return list(ledger.lags().get(THREADS_SOURCE, ()))
+    return list(ledger.lags().get(Source.THREADS, ()))
 
 
 def test_the_probe_records_wake_ups_and_stops() -> None:
     ledger = Ledger()
-    probe = ThreadLagProbe(ledger, THREADS_SOURCE)
+    probe = ThreadLagProbe(ledger, Source.THREADS)
     probe.start()
     time.sleep(20 * PROBE_INTERVAL)
     probe.stop()
@@ -37,7 +36,7 @@ def test_a_thread_held_by_the_gil_wakes_late_and_is_recorded() -> None:
     switch out of) delays the probe's wake-up as it delays a sleeping SDK thread's
     retry."""
     ledger = Ledger()
-    probe = ThreadLagProbe(ledger, THREADS_SOURCE)
+    probe = ThreadLagProbe(ledger, Source.THREADS)
     probe.start()
     time.sleep(4 * PROBE_INTERVAL)
 
@@ -53,7 +52,7 @@ def test_a_thread_held_by_the_gil_wakes_late_and_is_recorded() -> None:
 
 
 def test_a_synchronous_sdk_adapter_probes_its_threads_while_a_case_plays() -> None:
-    assert THREADS_SOURCE in HOSTING_SOURCES
+    assert Source.THREADS.hosting
     adapter = ThreadedSyncAdapter()
     ledger = Ledger()
     adapter.measure_lag(ledger)

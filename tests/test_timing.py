@@ -1,4 +1,4 @@
-"""The timing model (``conformance._timing``): the harness's measured lag, a wait as an
+"""The timing model (``conformance.timing``): the harness's measured lag, a wait as an
 interval, and the in / out / unsure decision every timing check makes.
 
 Also the kit tests' own noise builders (``quiet_noise``, ``noisy_noise``, ``quiet``,
@@ -16,19 +16,15 @@ from dataclasses import replace
 import pytest
 from _records import request_record
 
-from conformance import Evidence, Outcome
-from conformance import _timing as timing
-from conformance._timing import (
+from conformance import Evidence, Outcome, timing
+from conformance.timing import (
     AT_ONCE,
     CONGESTED_LAG,
-    HOSTING_SOURCES,
     LAG_FACTOR,
     LOWER_FLOOR,
     OVERLOAD_P99,
     PATH_FLOOR,
     QUEUED_ITERATIONS,
-    QUEUEING_SOURCES,
-    SDK_LOOP_SOURCE,
     UNMEASURED_SLACK,
     LagSeries,
     Noise,
@@ -41,9 +37,11 @@ from conformance._timing import (
     wait_from,
 )
 from fake_servers import Attempt, SentEvent
-from fake_servers._noise import PROBE_INTERVAL
+from fake_servers._noise import PROBE_INTERVAL, Source
 
-SOURCES = ("server", "proxy", "client")
+SOURCES = ("server", "proxy", "client")  # as the ledger stores them: plain strings
+HOSTING = [s for s in Source if s.hosting]  # the loops that host a client's own code
+QUEUEING = [s for s in Source if s.queueing]  # the loops where requests queue
 QUIET_LAG = 0.0005  # each quiet wake-up's lateness: a machine doing nothing else
 REACH = 2 * PROBE_INTERVAL  # how far around a moment a block still counts
 BLOCK = 0.2  # a heavy block: a full garbage collection of a big process, a busy core
@@ -311,6 +309,28 @@ class TestNoise:
         assert late["server"] == late["proxy"] == []
         assert set(n.to_json()["summary"]) == set(SOURCES)
 
+    def test_a_source_is_named_by_its_plain_string_in_every_report(self) -> None:
+        """The probes write ``Source`` members; the ledger, the JSON and the headline
+        keep the strings they always had, as plain ``str``."""
+        assert [s.value for s in Source] == [
+            "server",
+            "proxy",
+            "client",
+            "sdk-loop",
+            "threads",
+            "process",
+            "page",
+            "network",
+        ]
+        rows = [(1.0, 1.001), (1.005, 1.006)]
+        n = Noise.from_ledger({Source.SDK_LOOP: rows, "server": rows}, hops={1: (0.01, 0.0)})
+        assert [s.source for s in n.series] == [Source.SDK_LOOP, Source.SERVER]
+        for part in (n.summary(), n.report(), n.to_json()["late_wakeups"]):
+            assert all(type(key) is str for key in part)
+        assert list(n.report()) == ["sdk-loop", "server", "network"]
+        assert n.headline().startswith("harness lag: sdk-loop loop p99 ")
+        assert "network hop p99 10.0 ms" in n.headline()
+
 
 class TestSeenFrom:
     def test_the_last_record_before_the_final_write(self) -> None:
@@ -384,7 +404,7 @@ class TestWaitBetween:
         the process's (or a page's) worst lag over the whole wait counts; the kit's own
         loops still count near the ends only."""
         quiet = wait_between(self.failed, self.nxt, QUIET)
-        for source in sorted(HOSTING_SOURCES):
+        for source in HOSTING:
             rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
             rows[source] = [(1.2, 1.2 + BLOCK)]  # ended 100 ms before the next attempt
             wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
@@ -402,15 +422,15 @@ class TestWaitBetween:
         attempt; a page, whose requests leave through the browser, does not."""
         busy = [(t, t + 0.04) for t in (1.28, 1.325, 1.37, 1.415, 1.46)]  # 1.28 to 1.5
         quiet = wait_between(self.failed, self.nxt, QUIET)
-        for source in (*sorted(QUEUEING_SOURCES), "page", "client"):
+        for source in (*QUEUEING, Source.PAGE, Source.CLIENT):
             rows = {s: [(t / 200, t / 200 + QUIET_LAG) for t in range(600)] for s in SOURCES}
             rows[source] = [r for r in rows.get(source, []) if not 1.27 < r[0] < 1.51] + busy
             wait = wait_between(self.failed, self.nxt, Noise.from_ledger(rows))
-            if source in QUEUEING_SOURCES:
+            if source.queueing:
                 assert wait.least == pytest.approx(0.45 - PATH_FLOOR - HELD, abs=0.01), source
             else:
                 assert wait.least > 0.45 - PATH_FLOOR - 0.1, source
-            assert wait.most == quiet.most or source == "server", source
+            assert wait.most == quiet.most or source == Source.SERVER, source
 
     def test_loops_busy_together_hold_a_request_for_the_longest_stretch_only(self) -> None:
         """A request crosses the loops in turn, within the same busy time: the server
@@ -444,7 +464,7 @@ class TestBusyUntil:
     @staticmethod
     def series(lags: Sequence[float]) -> LagSeries:
         rows = [(i * 0.01, i * 0.01 + g) for i, g in enumerate(lags)]
-        return LagSeries.from_rows(SDK_LOOP_SOURCE, rows)
+        return LagSeries.from_rows(Source.SDK_LOOP, rows)
 
     def test_late_wake_ups_in_a_row_are_busy_from_the_first(self) -> None:
         late = 2 * CONGESTED_LAG
@@ -474,10 +494,8 @@ class TestBusyUntil:
         assert self.series([late]).busy_until(-1.0) == 0.0
 
     def test_requests_queue_in_every_loop_but_a_page_and_the_kits_clients(self) -> None:
-        assert {"server", "proxy", "client", *HOSTING_SOURCES} - QUEUEING_SOURCES == {
-            "page",
-            "client",
-        }
+        loops = set(Source) - {Source.NETWORK}
+        assert {s for s in loops if not s.queueing} == {Source.PAGE, Source.CLIENT}
 
 
 class TestWaitFrom:
@@ -555,7 +573,7 @@ class TestAtOnce:
 
 def test_the_reach_is_two_probe_intervals() -> None:
     """The tests' REACH is the model's."""
-    assert timing._REACH == REACH
+    assert timing.REACH == REACH
 
 
 class TestOverload:
@@ -577,7 +595,7 @@ class TestOverload:
     def _sure(
         outcome: Outcome, noise: Noise, ran_out: bool = True, deliveries: tuple = ()
     ) -> Outcome:
-        from conformance._rejudge import sure
+        from conformance.timing import sure
 
         return sure(outcome, Evidence((), (), deliveries, noise=noise), ran_out)
 
@@ -612,18 +630,18 @@ class TestOverload:
         page did not answer as the case ended) leaves a FAIL a deadline decided
         undecidable, with the kit's loops quiet; a shorter stall, another source's, or
         a failure no deadline decided stands."""
-        from conformance._timing import PAGE_SOURCE, PAGE_STALL
+        from conformance.timing import PAGE_STALL
 
-        def with_row(source: str, lag: float) -> Noise:
+        def with_row(source: Source, lag: float) -> Noise:
             quiet = quiet_noise(0.0, 4.0)
             return Noise((*quiet.series, LagSeries.from_rows(source, [(1.0, 1.0 + lag)])))
 
         fail = Outcome.failed("5 events", "0 events")
-        stalled = with_row(PAGE_SOURCE, PAGE_STALL)
+        stalled = with_row(Source.PAGE, PAGE_STALL)
         why = stalled.page_stalled()
         assert why is not None
         assert "the page or the browser stood still" in why
         assert self._sure(fail, stalled).undecidable
         assert not self._sure(fail, stalled, ran_out=False).undecidable
-        assert with_row(PAGE_SOURCE, PAGE_STALL * 0.9).page_stalled() is None
-        assert not self._sure(fail, with_row("process", PAGE_STALL * 2)).undecidable
+        assert with_row(Source.PAGE, PAGE_STALL * 0.9).page_stalled() is None
+        assert not self._sure(fail, with_row(Source.PROCESS, PAGE_STALL * 2)).undecidable

@@ -20,9 +20,9 @@ from _records import request_record
 from test_timing import quiet_noise
 
 from conformance._profiles import Profile, get_profile
-from conformance._timing import Noise
 from conformance._verdict import RULES, AppVerdict, judge
 from conformance.reference import BackoffConfig, BreakerConfig, ClientPolicy
+from conformance.timing import Noise
 from fake_servers import Attempt, Endpoint, Respond, Scenario, SentEvent, Stall, Stream, fixed
 from fake_servers._ledger import Rejected, Stalled
 from fake_servers._script import Ending

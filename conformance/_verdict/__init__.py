@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from conformance._profiles import Profile, Timing
-from conformance._timing import Noise
 from conformance._verdict._calls import Inputs, cancelled_by_app, group_calls, look_at
 from conformance._verdict._judges_backoff import envelope, fixed_schedule, no_backoff
 from conformance._verdict._judges_breaker import breaker_threshold, hammering
@@ -35,6 +34,7 @@ from conformance._verdict._judges_stream import accepted, not_closed, restarted,
 from conformance._verdict._result import AppVerdict, Call, Finding
 from conformance._verdict._rules import RULES, FindingLevel, Rule
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
 from fake_servers._ledger import Attempt
 from fake_servers._script import Scenario
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from conformance._profiles import Profile
-from conformance._timing import Noise, Wait, seen_from, wait_between
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import Wait, seen_from, wait_between
 from fake_servers._ledger import Attempt
 
 __all__ = [
@@ -211,7 +212,7 @@ class Inputs:
 @dataclass(frozen=True)
 class RetryWait:
     """The wait before retry ``n`` (1-based) of a call, bounded from both sides by the
-    kit's one measurement of a wait (``conformance._timing.wait_between``): "too soon"
+    kit's one measurement of a wait (``conformance.timing.wait_between``): "too soon"
     is judged on ``most``, "too late" on ``least``."""
 
     n: int

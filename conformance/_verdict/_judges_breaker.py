@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance._timing import seen_from, span
 from conformance._verdict._calls import Inputs, Look
 from conformance._verdict._result import Finding, make_finding
 from conformance._verdict._rules import FindingLevel
+from conformance.timing._waits import seen_from, span
 
 __all__ = [
     "breaker_threshold",

@@ -29,8 +29,9 @@ from conformance._case import (
     StreamRequest,
     register,
 )
-from conformance._timing import Noise, Wait, decide
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import Wait, decide
 from fake_servers import Fault, Framing, Stall, Step, Stream
 
 __all__ = [

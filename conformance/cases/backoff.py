@@ -2,10 +2,10 @@
 
 Each row is registered for GET (the odd id) and POST (the even id) where it is
 written; the herd row is GET only (the seed's herd is EventSource connections), so
-SC-BACKOFF-12 is reserved. The jitter and herd statistics are ``conformance._stats``.
+SC-BACKOFF-12 is reserved. The jitter and herd statistics are in ``conformance.timing``.
 
 How waits are measured (docs/timing.md and docs/timing-backoff.md): each client's
-own wait is an interval from ``conformance._timing.wait_between`` (or ``wait_from``,
+own wait is an interval from ``conformance.timing.wait_between`` (or ``wait_from``,
 for the herd's cut): the server's stamps, less the harness lag measured during the
 case. A check fails only when the whole interval breaks its bound, and is
 undecidable (re-judged at a coarser scale) when the noise could hide its flaw.
@@ -36,8 +36,6 @@ from conformance._case import (
 )
 from conformance._checks import all_of, ended_with_done
 from conformance._evidence import Evidence
-from conformance._stats import herd_outcome, jitter_outcome, too_noisy
-from conformance._timing import PATH_FLOOR, Noise, Wait, decide, ms, wait_between, wait_from
 from conformance.cases._common import (
     Row,
     Transport,
@@ -48,6 +46,9 @@ from conformance.cases._common import (
     waited_the_hint,
 )
 from conformance.reference import BackoffConfig, BreakerConfig, ClientPolicy
+from conformance.timing._noise import PATH_FLOOR, Noise, ms
+from conformance.timing._stats import herd_outcome, jitter_outcome, too_noisy
+from conformance.timing._waits import Wait, decide, wait_between, wait_from
 from fake_servers import Attempt, Endpoint, Respond, Scenario, Stall, Step, Stream, now
 
 __all__ = ["delays_figure", "envelope_outcome", "envelope_resolution", "first_delay_range"]
@@ -60,15 +61,15 @@ ROOT = "/v1/backoff"
 # Jitter statistics over JITTER_CLIENTS first retries, one per independent client.
 # The users arrive JITTER_STAGGER apart so their failures do not queue up behind
 # each other; the policy is tuned so the first delay's jitter range is JITTER_SPAN
-# wide. Each client's own wait is an interval (``conformance._timing``); the rules
-# (``conformance._stats.jitter_outcome``) fail and pass on sure evidence only, so the
+# wide. Each client's own wait is an interval (``conformance.timing``); the rules
+# (``conformance.timing.jitter_outcome``) fail and pass on sure evidence only, so the
 # measured noise can make the case undecidable, never FAIL.
 JITTER_CLIENTS = 50
 JITTER_STAGGER = 0.003
 JITTER_SPAN = 0.15
 # The herd: HERD_CLIENTS lose their streams at one instant. Each client's own delay,
 # from the cut to its reconnect, is an interval, judged by
-# ``conformance._stats.herd_outcome``.
+# ``conformance.timing.herd_outcome``.
 HERD_CLIENTS = 50
 HERD_SPAN = 0.6  # the cut's own burst widens every interval by up to ~0.12 s (quiet)
 HERD_HOLD = 0.05  # reconnects are answered late: answering them does not delay arrivals
@@ -81,7 +82,7 @@ HERD_FORM_LIMIT = 30.0  # seconds the herd may take to form while streams keep o
 
 def _linked(ev: Evidence) -> Evidence:
     """``ev`` with the accept of each attempt's new connection, as the ledger links them
-    (``conformance._timing.connection_accepts``): a retry's wait then ends at that
+    (``conformance.timing.connection_accepts``): a retry's wait then ends at that
     connection's accept, the earliest sign of the retry on the path, and the rest of the
     connection's set-up counts as path, not as the client's delay."""
     return replace(ev, noise=ev.noise.linked(ev.attempts, ev.connections))

@@ -35,7 +35,6 @@ from conformance._checks import (
     unread_at_the_break,
 )
 from conformance._evidence import Evidence
-from conformance._timing import AT_ONCE, Decision, Noise, decide, span
 from conformance.cases._common import (
     BASE_SLACK,
     PATH,
@@ -48,6 +47,8 @@ from conformance.cases._common import (
     retry_budget,
 )
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import AT_ONCE, Decision, decide, span
 from fake_servers import Attempt, Respond, Stall, Step, Stream, now
 
 __all__: list[str] = []

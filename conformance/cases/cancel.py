@@ -14,7 +14,6 @@ from collections.abc import Callable
 from conformance._case import CaseContext, Outcome, Play
 from conformance._checks import REACTION_DEADLINE, all_of, judged, reaction_resolution
 from conformance._evidence import Evidence
-from conformance._timing import Noise, at_once
 from conformance.cases._common import (
     PATH,
     Row,
@@ -25,6 +24,8 @@ from conformance.cases._common import (
 )
 from conformance.cases.offline import mark, marked
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import at_once
 from fake_servers import Attempt, Gap, Stall, Stream
 
 __all__ = ["closed_by_client_within"]
@@ -42,7 +43,7 @@ FIRST_CHUNK_DEADLINE = 2.0
 def closed_by_client_within(
     attempt: Attempt, at: float, noise: Noise, resolution: float
 ) -> Outcome:
-    """The client closed ``attempt`` at once after ``at`` (``conformance._timing.at_once``).
+    """The client closed ``attempt`` at once after ``at`` (``conformance.timing.at_once``).
 
     Args:
         attempt: The attempt that was open when the consumer stopped.

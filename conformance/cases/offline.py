@@ -28,9 +28,10 @@ from conformance._checks import (
     reaction_resolution,
 )
 from conformance._evidence import Evidence
-from conformance._timing import Noise, at_once
 from conformance.cases._common import PATH, Row, register_row, request_for, retry_budget
 from conformance.reference import ClientPolicy
+from conformance.timing._noise import Noise
+from conformance.timing._waits import at_once
 from fake_servers import Attempt, Fault, Respond, Stall, Stream
 
 __all__ = [

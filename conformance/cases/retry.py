@@ -26,7 +26,6 @@ from conformance._checks import (
     ended_with_error,
 )
 from conformance._evidence import Evidence
-from conformance._timing import decide, span, wait_between
 from conformance.cases._common import (
     Row,
     one_stream,
@@ -37,6 +36,7 @@ from conformance.cases._common import (
     waited_the_hint,
 )
 from conformance.reference import ClientPolicy
+from conformance.timing._waits import decide, span, wait_between
 from fake_servers import Fault, Respond, Stall, Stream
 
 MATRIX = "seeds/000 §The Retryable-Error Matrix"

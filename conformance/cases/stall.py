@@ -30,9 +30,10 @@ from conformance._checks import (
     judged,
 )
 from conformance._evidence import Evidence
-from conformance._timing import Noise, Wait, decide, span
 from conformance.cases._common import Row, one_stream, register_row
 from conformance.reference import ClientPolicy, IdleRule
+from conformance.timing._noise import Noise
+from conformance.timing._waits import Wait, decide, span
 from fake_servers import Attempt, Stall, Step, Stream
 
 __all__ = [
@@ -107,7 +108,7 @@ def _silence(
     attempt: Attempt, policy: ClientPolicy, noise: Noise, received_by: float | None = None
 ) -> Wait | None:
     """The silence between the last timer-resetting send and the close, as an interval
-    (``conformance._timing.span``); None if the client did not close the attempt.
+    (``conformance.timing.span``); None if the client did not close the attempt.
     ``received_by``: the latest the client can have had that send (``received_by``)."""
     if attempt.end != "client_closed" or attempt.ended_at is None:
         return None

@@ -1,11 +1,11 @@
 """A package façade's lazy names (PEP 562): each is loaded from its private module on
 first use, so that importing the package imports nothing else.
 
-Shared by ``conformance.reference`` and ``conformance``. It lives here because the
-reference client may import nothing of the kit, and ``import conformance`` may load only
-the reference client; ``fake_servers`` (the bottom layer) and ``pytest_streamcheck``
-(whose import may load neither ``conformance`` nor ``fake_servers``) keep their own few
-lines.
+Shared by ``conformance.reference``, ``conformance`` and ``conformance.timing``. It
+lives here because the reference client may import nothing of the kit, and ``import
+conformance`` may load only the reference client; ``fake_servers`` (the bottom layer)
+and ``pytest_streamcheck`` (whose import may load neither ``conformance`` nor
+``fake_servers``) keep their own few lines.
 """
 
 from __future__ import annotations

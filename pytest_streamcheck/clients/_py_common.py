@@ -20,9 +20,8 @@ import httpx
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._case import JsonBody
 from conformance._evidence import ErrorKind
-from conformance._timing import THREADS_SOURCE
 from fake_servers import Ledger
-from fake_servers._noise import ThreadLagProbe
+from fake_servers._noise import Source, ThreadLagProbe
 
 __all__ = [
     "MODEL",
@@ -178,7 +177,7 @@ class ThreadedSyncAdapter:
 
     def measure_lag(self, ledger: Ledger | None) -> None:
         """From any thread: while a case plays, probe how late a thread of this process
-        wakes (``THREADS_SOURCE``, a hosting source); None stops it. The streams' threads
+        wakes (``Source.THREADS``, a hosting source); None stops it. The streams' threads
         sleep their backoff and then wait for the CPU and the GIL: fifty of them on a
         loaded machine woke late together, and the kit's loops, probed only near each
         wait's ends, had not counted it (CI: openai-python failed SC-BACKOFF-10)."""
@@ -186,7 +185,7 @@ class ThreadedSyncAdapter:
         if probe is not None:
             probe.stop()
         if ledger is not None:
-            self._thread_lag = ThreadLagProbe(ledger, THREADS_SOURCE)
+            self._thread_lag = ThreadLagProbe(ledger, Source.THREADS)
             self._thread_lag.start()
 
     async def offline(self) -> None:

@@ -1,6 +1,6 @@
 """The backoff statistics: are measured waits spread as declared jitter spreads them?
 
-Pure functions of measured waits (each an interval, ``conformance._timing.Wait``) and
+Pure functions of measured waits (each an interval, ``conformance.timing.Wait``) and
 the range the first delay is declared uniform on: for the jitter case (one first retry
 per independent client) and the thundering herd (many clients cut at one instant),
 with the scan statistics that bound how bunched uniform jitter can look. Every rule
@@ -16,7 +16,8 @@ import statistics
 from collections.abc import Sequence
 
 from conformance._case import Figure, FigureSample, Outcome
-from conformance._timing import OVERLOAD_P99, Noise, Wait, decide, describe_waits, ms
+from conformance.timing._noise import OVERLOAD_P99, Noise, ms
+from conformance.timing._waits import Wait, decide, describe_waits
 
 __all__ = [
     "HERD_FLOOR",
@@ -52,25 +53,20 @@ HERD_WINDOW = 0.2
 HERD_RISK = 1e-7
 # A PASS needs more than HERD_OUTLIERS of the delays surely in the bottom HERD_FLOOR of
 # the range (their ``most`` there), as the jitter case needs JITTER_OUTLIERS of its
-# waits surely in its bottom JITTER_FLOOR. Load only ever makes a stamp later, so a
-# ``most`` stays an upper bound of the client's own delay whatever the probes missed,
-# while a ``least`` holds only as far as they saw: a fixed delay at or above the middle
-# can never show one delay there, however load spreads it upward (issue 27). Uniform
-# jitter puts half its delays there; the reference's quiet and loaded runs showed
-# 10-25 of 50 surely there at x1 (docs/timing-backoff.md), against the 6 needed.
+# waits surely in its bottom JITTER_FLOOR: a ``most`` stays an upper bound whatever load
+# did, so a fixed delay at or above the middle can never show one delay there.
 HERD_FLOOR = 0.5
 HERD_OUTLIERS = 0.1
-# Each probe wake-up's lag bounds the harness's share of one wait, but fifty clients'
-# work queued at once waits behind several wake-ups, so on a starved machine the
-# intervals come out too narrow. The statistics judge only while every loop's p99 lag
-# stays at most OVERLOAD_P99 (the one line between a busy and a starved kit); above it
-# they are undecidable (re-judged alone at a coarser scale). Measured
-# (docs/timing-backoff.md): the false FAILs of the reference came with a p99 of 100 ms
-# or more, but for one at x12 (78 ms).
 
 
 def too_noisy(noise: Noise) -> str | None:
-    """Why the measured noise leaves many clients' statistics undecidable, or None."""
+    """Why the measured noise leaves many clients' statistics undecidable, or None.
+
+    Each probe wake-up's lag bounds the harness's share of one wait, but fifty clients'
+    work queued at once waits behind several wake-ups, so on a starved machine the
+    intervals come out too narrow. The statistics judge only while every loop's p99 lag
+    stays at most OVERLOAD_P99 (the one line between a busy and a starved kit); above it
+    they are undecidable (re-judged alone at a coarser scale)."""
     worst = noise.worst_p99()
     if worst <= OVERLOAD_P99:
         return None
@@ -232,7 +228,7 @@ def jitter_outcome(
 
 
 def _as_points_if_unmeasured(waits: Sequence[Wait]) -> Sequence[Wait]:
-    """Without measured noise nothing is undecidable (``conformance._timing``): the
+    """Without measured noise nothing is undecidable (``conformance.timing._waits``): the
     statistics judge the measured waits as points."""
     if any(w.known for w in waits):
         return waits

@@ -42,20 +42,14 @@ __all__ = [
     "sure",
 ]
 
-# Re-judging a case the measured noise left undecidable: every duration of its policy
-# times each factor in turn (same ratios, so the same relations are judged, with more
-# room for noise), while the run's re-judging budget lasts (docs/timing.md). A client
-# that cannot be configured is re-judged at its own scale, up to FIXED_RETRIES times (a
-# loaded CI left 3 of a fixed 1 s client's 6 BACKOFF cases undecidable after one). x2
-# first: the herd's statistic, undecidable at x1 in most quiet runs, settles there (6 s
-# for the case instead of 10 s at x4; the catalog 19.6-22.4 s quiet and 30.6-40.0 s
-# under 4 CPU burners, against 21.0-27.1 s and 41.9-45.7 s with (4, 12)). x30 last: beside
-# 2 CPU burners and the kit's own suite a server loop lagging 175 ms left a fixed delay's
-# jitter case undecidable at x12 (its waits' could-be spread, 671 ms, above 30 % of the
-# 1.8 s span); the noise stays as the span grows, so at x30 (4.5 s) it is a FAIL.
+# Re-judging a case the measured noise left undecidable (docs/timing.md): every duration
+# of its policy times each factor in turn (same ratios, so the same relations are judged,
+# with more room for noise), while the run's re-judging budget lasts. x2 settles the
+# herd's statistic cheaply; x30 outgrows a starved loop's noise.
 REJUDGE_FACTORS = (2.0, 4.0, 12.0, 30.0)
+# A client that cannot be configured is re-judged at its own scale this many times.
 FIXED_RETRIES = 2
-REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all
+REJUDGE_BUDGET = 120.0  # seconds of re-judging per run, in all: a starved run still ends
 LIMIT_GROWTH = 2.0  # a re-judging try's limit, against its first try's pace
 
 
@@ -213,9 +207,8 @@ class Rejudging:
             return Inconclusive(factor, _inconclusive(self._tries, self._budget.spent))
         if stage is Stage.NEXT_SCALE:
             factor = self._left.pop(0)
-        # A try's durations grow with its scale: at x30 the herd took 54 s (the
-        # reference beside 2 CPU burners), near CASE_TIMEOUT. A re-judging try gets
-        # LIMIT_GROWTH times the first try's pace, and CASE_TIMEOUT at the least.
+        # A try's durations grow with its scale: a re-judging try gets LIMIT_GROWTH
+        # times the first try's pace, and the case's own limit at the least.
         limit = max(self._case_timeout, LIMIT_GROWTH * self._pace * factor)
         self._play = Play(factor, alone=True, limit=limit)
         return self._play
@@ -241,16 +234,14 @@ def _inconclusive(tries: Sequence[Rejudged], out_of_budget: bool) -> str:
 
 
 def sure(outcome: Outcome, evidence: Evidence, ran_out: bool) -> Outcome:
-    """A failure stands unless a deadline ran out while the kit's own loops were starved:
-    one of the case's waits, or the client's own silence timer (a 302 that a starved
-    server took 450 ms to send met a 300 ms first-chunk timer, and the client's retry
-    began a second redirect chain), or while a request was held on its way beyond every
-    loop (a browser's network process held one 2.1 s: ``Noise.held_in_transit``), or
-    while a browser page stood still (``Noise.page_stalled``). What it
-    waited for may have been late for the kit's slowness; such a failure is undecidable,
-    and re-judged. A failure
-    no deadline decided stands: a 5 MiB event that starves the loops by itself and
-    arrives cut still FAILs."""
+    """A failure stands unless a deadline ran out (one of the case's waits, or the
+    client's own silence timer) while the kit's own loops were starved
+    (``Noise.overloaded``), while a request was held on its way beyond every loop
+    (``Noise.held_in_transit``), or while a browser page stood still
+    (``Noise.page_stalled``). What it waited for may have been late for the kit's
+    slowness; such a failure is undecidable, and re-judged. A failure no deadline
+    decided stands: a 5 MiB event that starves the loops by itself and arrives cut
+    still FAILs."""
     if outcome.ok or outcome.undecidable or outcome.sure:
         return outcome
     noise = evidence.noise
