@@ -304,6 +304,9 @@ class Lanes:
                 runner = self._runner(lane)
                 try:
                     lane.runner = runner.start()
+                    if lane.runner.timing == "virtual":  # exact and all CPU: one lane
+                        with self._cond:  # (the first case plays alone: none opened yet)
+                            self._planner.lanes = 1
                 except HarnessError as exc:
                     with contextlib.suppress(Exception):
                         runner.close()
