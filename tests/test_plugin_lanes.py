@@ -140,3 +140,19 @@ def make_adapter():
     result.assert_outcomes(errors=4)
     assert result.stdout.str().count("no client here") >= 1
     result.stdout.fnmatch_lines(["*the client did not start (see the first ERROR)*"])
+
+
+def test_a_client_in_virtual_time_plays_in_one_lane(pytester: pytest.Pytester) -> None:
+    """Virtual time is exact and all CPU: lanes would only share one GIL, and a lane's
+    loop is a clock of its own, so every case plays in the one lane."""
+    result = pytester.runpytest(
+        *suite("reference", "SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-3"),
+        "--streamcheck-lanes=3",
+        "--streamcheck-report=r.json",
+    )
+    result.assert_outcomes(passed=3)
+    cases = json.loads((pytester.path / "r.json").read_text())["cases"]
+    starts = [c["chart"]["started_at"] for c in cases]
+    assert {c["timing"] for c in cases} == {"virtual"}
+    assert starts == sorted(starts)  # one clock, one case after another
+    assert len(set(starts)) == 3

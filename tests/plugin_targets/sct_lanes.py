@@ -9,7 +9,7 @@ test module (so the run reuses that import) leaves them for the test to read.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conformance._adapter import AdapterRequest, StreamSink
 from pytest_streamcheck._reference import ReferenceAdapter
@@ -39,6 +39,10 @@ RECORD = Record()
 
 
 class Counting(ReferenceAdapter):
+    # Lanes are real time's: a client in virtual time plays in one lane (exact, and all
+    # CPU), so this one says it cannot, and is played at test timing as before.
+    info = replace(ReferenceAdapter.info, virtual_time=False)
+
     def __init__(self) -> None:
         super().__init__(seed=0)
         with RECORD.lock:
