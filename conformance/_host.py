@@ -191,6 +191,7 @@ class AdapterHost:
             LoopBlocked: the loop ran no callback for LOOP_BLOCK_LIMIT meanwhile.
         """
         assert self._loop is not None
+        self._loop.kit_threads.add(threading.get_ident())  # a runner's thread: the kit's
         with kit_calls():  # the kit's own call: the loop's guard does not count it
             future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         self._wait(future, timeout, doing)

@@ -99,6 +99,10 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         self._owner: int | None = None  # the thread running the loop
         self._outside: set[asyncio.Future[Any]] = set()  # executor jobs not yet done
         self._workers: set[int] = set()  # the threads that ran them
+        # The kit's own threads (the main thread, each runner's): a wake-up from one is
+        # the kit's, even outside ``kit_calls`` (a finalizer the collector runs there).
+        main = threading.main_thread().ident
+        self.kit_threads: set[int] = set() if main is None else {main}
         self._poll = selector.select
         selector.select = self._select  # type: ignore[method-assign]
 
@@ -217,6 +221,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
             and self._owner is not None
             and caller != self._owner
             and caller not in self._workers  # an executor's job ending: time stood still
+            and caller not in self.kit_threads
             and not _kit.active
         ):
             self.guard.note("a thread outside the loop woke it (call_soon_threadsafe)")

@@ -209,3 +209,23 @@ def test_a_deadline_a_rounding_away_is_reached(loop: VirtualLoop) -> None:
         return turns
 
     assert on(loop, wait_for_a_deadline) == 1
+
+
+def test_a_wake_up_from_the_kits_own_thread_is_no_escape(loop: VirtualLoop) -> None:
+    """The collector runs finalizers in whatever thread allocates: one in the kit's main
+    thread that wakes the loop (a transport closing) is not the client waiting (the
+    openai-async column of CI's matrix got 26 ERRORs from it)."""
+    ready, box = threading.Event(), {}
+
+    async def watched() -> list[str]:
+        with loop.watching():
+            box["woken"] = asyncio.get_running_loop().create_future()
+            ready.set()
+            await box["woken"]
+        return [str(e) for e in loop.guard.escapes]
+
+    with kit_calls():
+        running = asyncio.run_coroutine_threadsafe(watched(), loop)
+    assert ready.wait(5)
+    loop.call_soon_threadsafe(box["woken"].set_result, None)  # not inside kit_calls
+    assert running.result(5) == []
