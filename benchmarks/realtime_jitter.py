@@ -29,7 +29,6 @@ The load (``--burners``, ``--beside``) runs throughout, started once.
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 from collections import Counter
@@ -45,9 +44,7 @@ from _load import Load, stop_signals
 from conformance import run_suite
 from conformance._adapter import ClientAdapter
 from conformance._result import CaseResult
-from conformance.reference import StreamingClient
 from conformance.reference._request import _ssl_context
-from fake_servers import now
 from fake_servers._ledger import link_attempts
 from pytest_streamcheck._reference import ReferenceAdapter
 
@@ -64,28 +61,15 @@ class FreshConnections(ReferenceAdapter):
             self._fresh_http: list[httpx.AsyncClient] = []
         return self._fresh_http
 
-    def _client(self, key: str) -> StreamingClient:
-        client = self._clients.get(key)
-        if client is None:
-            http = httpx.AsyncClient(
-                timeout=httpx.Timeout(None, connect=self._policy.connect_timeout),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
-                verify=_ssl_context(),  # shared, as the reference's: not 20 ms per client
-                trust_env=False,
-            )
-            self._own_http().append(http)
-            client = StreamingClient(
-                self._policy,
-                http=http,
-                rng=random.Random(f"{self._seed}:{key}"),
-                on_state=self._on_state(key),
-                clock=now,
-                trust_env=False,
-            )
-            if self._offline:
-                client.offline()
-            self._clients[key] = client
-        return client
+    def _http(self) -> httpx.AsyncClient:
+        http = httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=self._policy.connect_timeout),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+            verify=_ssl_context(),  # shared, as the reference's: not 20 ms per client
+            trust_env=False,
+        )
+        self._own_http().append(http)  # the instance does not close a client it was given
+        return http
 
     async def reset(self) -> None:
         await super().reset()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody
@@ -23,6 +24,9 @@ from conformance.reference import (
 )
 from fake_servers import now
 from pytest_streamcheck import __version__
+
+if TYPE_CHECKING:  # annotations only
+    import httpx
 
 __all__ = ["ReferenceAdapter", "error_kind"]
 
@@ -74,6 +78,7 @@ class ReferenceAdapter:
             # raised KeyError in a lane (a herd's client is made mid-case).
             client = StreamingClient(
                 self._policy,
+                http=self._http(),
                 rng=rng,
                 on_state=self._on_state(key),
                 clock=now,
@@ -83,6 +88,11 @@ class ReferenceAdapter:
                 client.offline()
             self._clients[key] = client
         return client
+
+    def _http(self) -> httpx.AsyncClient | None:
+        """The httpx client a new instance sends with; None: its own (the default). A
+        variant overrides it, e.g. one that keeps no connection alive (benchmarks)."""
+        return None
 
     def _on_state(self, key: str) -> Callable[[StateChange], None]:
         def forward(change: StateChange) -> None:

@@ -65,10 +65,8 @@ def test_an_hour_of_waiting_passes_without_waiting_it(loop: VirtualLoop) -> None
         await asyncio.sleep(3600)
         return now() - start
 
-    wall = time.monotonic()
+    # Waited in real time it would pass on()'s 30 s limit: the hour is the clock's alone.
     assert on(loop, wait_an_hour) == pytest.approx(3600, abs=EXACT)
-    # The point of virtual time, with a bound no busy machine nears (it takes ~50 ms).
-    assert time.monotonic() - wall < 20
 
 
 def test_each_case_starts_on_a_whole_spacing_of_the_clock(loop: VirtualLoop) -> None:
