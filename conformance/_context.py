@@ -192,9 +192,11 @@ def quiet_gc(on: bool) -> Iterator[None]:
 
     A full collection of a large test process takes tens of milliseconds and holds
     the GIL: the server would stamp every arrival due in that pause late, together.
-    Freezing the existing objects leaves only the case's own to collect.
+    Freezing the existing objects leaves only the case's own to collect. A host that
+    froze its own heap already (a test suite that does) keeps it frozen: thawing
+    would undo what it chose.
     """
-    if not on:
+    if not on or gc.get_freeze_count():
         yield
         return
     gc.freeze()

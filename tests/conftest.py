@@ -1,12 +1,23 @@
 """Fixtures shared by the kit's own tests: leak checks and a local fake server."""
 
+# ruff: noqa: E402 - the bytecode switch below must come before the kit's imports
+
 from __future__ import annotations
 
+import gc
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+
+# Each xdist worker rewrites the asserts of every test module and of the kit (a plugin's
+# whole distribution) when it imports them: about 5 s of CPU a process. Where the
+# environment turns bytecode caching off (PYTHONDONTWRITEBYTECODE), the suite keeps its
+# rewritten modules in __pycache__ (ignored by git) all the same, so later workers and
+# later runs read them back.
+sys.dont_write_bytecode = False
 
 import httpcore  # noqa: F401 - see below
 import httpx  # noqa: F401
@@ -24,12 +35,13 @@ from pytest_streamcheck._llm import LLMSession
 
 THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it
 
-# The kit's tests mostly wait (servers, timeouts, backoff at test timing): the whole
-# suite spends about a third of its wall time on the CPU, so it runs on two workers a
-# core, at most MAX_WORKERS (more would crowd its timing tests). WORKERS_ENV overrides
+# The kit's tests mostly wait (servers, timeouts, backoff at test timing, real
+# libraries at their real delays): each worker spends about a third of its wall time
+# on the CPU, so the suite runs on three workers a core, at most MAX_WORKERS (more
+# would crowd its timing tests). WORKERS_ENV overrides
 # the count; -n, --dist or --tx on the command line win over both, and -n 0 runs in
 # one process.
-MAX_WORKERS = 4
+MAX_WORKERS = 6
 WORKERS_ENV = "STREAMCHECK_TEST_WORKERS"
 
 
@@ -65,10 +77,17 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         or _streamcheck_run(config)
     ):
         return
-    workers = int(os.environ.get(WORKERS_ENV, min(MAX_WORKERS, 2 * (os.cpu_count() or 1))))
+    workers = int(os.environ.get(WORKERS_ENV, min(MAX_WORKERS, 3 * (os.cpu_count() or 1))))
     if workers > 0:
         option.numprocesses = workers
         option.dist = "worksteal"  # tests last 1 ms to 25 s: idle workers take over
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (the kit, the test modules) lives as long as the process:
+    out of the collector's reach, each full collection (pytest runs one whenever a
+    configuration ends, and the inner runs make many) costs a fraction of what it did."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.unraisableexception import gc_collect_iterations_key
 from plugin_targets._pytester import PLAIN, only, prepare, write_ini
 
 from conformance._profiles import BUILTIN_PROFILES
@@ -23,6 +24,8 @@ def _isolated(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def _settings(pytester: pytest.Pytester, *args: str) -> Settings:
     config = pytester.parseconfigure(*PLAIN, *args)
+    # As pytester's inline runs do: no full collection when this configuration ends.
+    config.stash[gc_collect_iterations_key] = 0
     return config.stash[STATE_KEY].settings
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from plugin_targets._pytester import PLAIN
 from zoo import MUTANTS
 
 TESTS = Path(__file__).parent
@@ -18,8 +19,7 @@ def run_suite(
     SC-SSE-10..19 too, and the 50-client cases with "SC-BACKOFF-1")."""
     pytester.syspathinsert(TESTS)
     return pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
+        *PLAIN,
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         f"--streamcheck={target}",
