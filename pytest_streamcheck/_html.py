@@ -15,7 +15,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from conformance._coverage import coverage
+from conformance._verdict._rules import advice_for
 from pytest_streamcheck._figures import judged_figure, timeline
+from pytest_streamcheck._render import reproduce_command
 
 __all__ = ["render_html"]
 
@@ -69,7 +71,7 @@ def render_html(report: dict[str, Any]) -> str:
             _headline(report, cases, name),
             _area_table(cases),
             _filters(cases),
-            _case_list(cases),
+            _case_list(report, cases),
             "</main>",
             f"<script>{SCRIPT}</script>",
             "</body></html>",
@@ -251,7 +253,7 @@ def _select(name: str, options: Sequence[tuple[str, str]], counts: Counter[str])
 # -- the cases --------------------------------------------------------------------------------
 
 
-def _case_list(cases: Sequence[dict[str, Any]]) -> str:
+def _case_list(report: dict[str, Any], cases: Sequence[dict[str, Any]]) -> str:
     first = sorted(
         (c for c in cases if c.get("verdict") in ATTENTION),
         key=lambda c: VERDICT_ORDER.index(str(c.get("verdict"))),
@@ -260,14 +262,14 @@ def _case_list(cases: Sequence[dict[str, Any]]) -> str:
     parts = ["<section id='cases'>"]
     if first:
         parts.append(f"<h2 class='group'>Needs attention ({len(first)})</h2>")
-        parts += [_case(c) for c in first]
+        parts += [_case(report, c) for c in first]
     parts.append(f"<h2 class='group'>{'Other cases' if first else 'Cases'} ({len(rest)})</h2>")
-    parts += [_case(c) for c in rest]
+    parts += [_case(report, c) for c in rest]
     parts.append("<p id='none' hidden>No case matches these filters.</p></section>")
     return "\n".join(parts)
 
 
-def _case(case: dict[str, Any]) -> str:
+def _case(report: dict[str, Any], case: dict[str, Any]) -> str:
     verdict = str(case.get("verdict"))
     cid = str(case.get("id"))
     data = " ".join(
@@ -283,11 +285,11 @@ def _case(case: dict[str, Any]) -> str:
         f"<span class='title'>{_e(case.get('title', ''))}</span>{tag}"
         f"<span class='dur'>{_e(_duration(case.get('duration')))}</span>"
         f"<a class='link' href='#{_e(cid)}' title='link to this case'>#</a></summary>"
-        f"<div class='body'>{_body(case)}</div></details>"
+        f"<div class='body'>{_body(report, case)}</div></details>"
     )
 
 
-def _body(case: dict[str, Any]) -> str:
+def _body(report: dict[str, Any], case: dict[str, Any]) -> str:
     parts = [
         f"<p class='req'>{_e(case.get('requirement', ''))}</p>",
         f"<p class='src'>{_e(case.get('source', ''))} · profile {_e(case.get('profile'))} · "
@@ -303,9 +305,20 @@ def _body(case: dict[str, Any]) -> str:
         )
     if case.get("reason"):
         parts.append(f"<pre class='reason'>{_e(case['reason'])}</pre>")
+    if case.get("verdict") in ("FAIL", "NON-STRICT"):
+        parts.append(_advice(str(case.get("area", ""))))
+    parts.append(
+        f"<p class='repro'>reproduce: <code>{_e(reproduce_command(report, case))}</code></p>"
+    )
     parts += [_judged(case), _timeline(case), _details(case), _noise(case.get("noise"))]
     parts.append(_raw_timeline(case.get("timeline")))
     return "".join(parts)
+
+
+def _advice(area: str) -> str:
+    """How clients fix a failure of this area (the app-level verdict's advice)."""
+    items = "".join(f"<dt>{_e(t)}</dt><dd>{_e(a)}</dd>" for t, a in advice_for(area))
+    return f"<h3>How to fix it</h3><dl class='advice'>{items}</dl>" if items else ""
 
 
 def _raw_timeline(lines: Any) -> str:
@@ -414,6 +427,8 @@ text-align:center}
 .link{color:#999;text-decoration:none}.link:hover{color:#000}
 .body{padding:2px 14px 12px;border-top:1px solid var(--line)}
 .req{margin:8px 0 2px}.src{color:#666;font-size:12px;margin:0 0 8px}
+.repro code{font-size:12px;background:#f4f4f4;padding:1px 4px;user-select:all}
+.advice dt{font-weight:600}.advice dd{margin:0 0 6px 16px}
 .note{background:#fff8e1;padding:4px 8px}
 dl.eo{display:grid;grid-template-columns:6em 1fr;gap:2px 10px;margin:6px 0}
 dl.eo dt{color:#666}dl.eo dd{margin:0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -9,7 +10,15 @@ from typing import Any
 from conformance._coverage import AreaGrade, Coverage
 from conformance._result import CaseResult
 
-__all__ = ["KNOWN", "STALE", "cap", "column_of", "render_failure", "render_summary"]
+__all__ = [
+    "KNOWN",
+    "STALE",
+    "cap",
+    "column_of",
+    "render_failure",
+    "render_summary",
+    "reproduce_command",
+]
 
 VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR", "INCONCLUSIVE")
 # With a known-failures file: listed failures that failed again (xfailed, not failures
@@ -115,3 +124,20 @@ def column_of(row: Mapping[str, Any]) -> str:
     if row.get("known_failure") and row["verdict"] in ("FAIL", "NON-STRICT"):
         return KNOWN
     return STALE if row.get("stale") else str(row["verdict"])
+
+
+def reproduce_command(report: Mapping[str, Any], case: Mapping[str, Any]) -> str:
+    """The command that plays ``case`` again as the run of ``report`` played it: its
+    target, the one case, the run's seed, profiles and wire format, the case's timing."""
+    args = ["pytest", f"--streamcheck={(report.get('client') or {}).get('target', '')}"]
+    args.append(f"streamcheck::{case.get('id', '')}")
+    if report.get("seed") is not None:
+        args.append(f"--streamcheck-seed={report['seed']}")
+    keys = [f"{p['name']}@{p['version']}" for p in report.get("profiles") or [] if "name" in p]
+    if keys:
+        args.append(f"--streamcheck-profile={','.join(keys)}")
+    if case.get("timing"):
+        args.append(f"--streamcheck-timing={case['timing']}")
+    if report.get("wire_format") not in (None, "auto"):
+        args.append(f"--streamcheck-format={report['wire_format']}")
+    return shlex.join(args)

@@ -9,8 +9,10 @@ skip, saying how to get them.
 from __future__ import annotations
 
 import copy
+import html
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -310,3 +312,39 @@ def test_the_page_is_self_contained(run: Run) -> None:
     page = run.html.read_text(encoding="utf-8")
     for fetches in ("<link", "<script src", "<img", "<iframe", "url(", "@import"):
         assert fetches not in page
+
+
+def test_a_failure_says_how_to_fix_it_and_its_command_reproduces_it(
+    run: Run, tmp_path: Path
+) -> None:
+    """The failing case's page shows the advice for its area and a command; that command,
+    run as written, plays the one case again, with the run's seed, to the same FAIL."""
+    from pytest_streamcheck._render import reproduce_command
+
+    failing = next(c for c in run.report["cases"] if c["id"] == FAILING)
+    command = reproduce_command(run.report, failing)
+    page = run.html.read_text(encoding="utf-8")
+    assert "How to fix it" in page
+    assert "Jitter" in page
+    assert html.escape(command) in page
+    passed = next(c for c in run.report["cases"] if c["verdict"] == "PASS")
+    assert html.escape(reproduce_command(run.report, passed)) in page
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\n", encoding="utf-8"
+    )
+    env = {k: v for k, v in os.environ.items() if k != SEED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    argv = shlex.split(command)
+    assert argv[0] == "pytest"
+    assert f"--streamcheck-seed={run.report['seed']}" in argv
+    done = subprocess.run(
+        [sys.executable, "-m", *argv, *PLAIN, "--streamcheck-report=again.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert [(c["id"], c["verdict"]) for c in again["cases"]] == [(FAILING, "FAIL")], done.stdout

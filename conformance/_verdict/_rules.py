@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "AREA_ADVICE",
     "BACKOFF",
     "BREAKER",
     "COMMIT",
@@ -15,6 +16,7 @@ __all__ = [
     "UNSAFE",
     "FindingLevel",
     "Rule",
+    "advice_for",
 ]
 
 FindingLevel = Literal["MUST", "SHOULD"]
@@ -174,3 +176,46 @@ _RULE_LIST = (
     ),
 )
 RULES: dict[str, Rule] = {rule.id: rule for rule in _RULE_LIST}
+
+# How a client fixes a failure in each conformance area: the rules of the app-level
+# verdict that judge the same behaviour (their advice is the one text of it), and, for
+# the areas no app-level rule covers, the advice itself.
+AREA_RULES: dict[str, tuple[str, ...]] = {
+    "RETRY": (
+        "V-RETRY-NON-RETRYABLE",
+        "V-RETRY-AFTER-IGNORED",
+        "V-RETRY-NONE",
+        "V-RETRY-STORM",
+    ),
+    "BACKOFF": ("V-BACKOFF-NONE", "V-BACKOFF-NO-JITTER", "V-BACKOFF-ENVELOPE"),
+    "BREAKER": ("V-BREAKER-NO-PAUSE",),
+    "POST": ("V-POST-RESENT", "V-POST-BODY-CHANGED"),
+    "COMMIT": ("V-COMMIT-RESTART", "V-TRUNCATED-ACCEPTED", "V-MIDSTREAM-SWALLOWED"),
+    "STALL": ("V-STALL-SAT-THROUGH",),
+    "CANCEL": ("V-CANCEL-NOT-CLOSED",),
+}
+AREA_ADVICE: dict[str, tuple[tuple[str, str], ...]] = {
+    "OFFLINE": (
+        (
+            "Wait for the network instead of retrying into it",
+            "While the browser or OS says offline, hold retries (no attempt leaves) and "
+            "pause the backoff; on online, retry at once with a fresh connection rather "
+            "than waiting out a long delay that began while offline.",
+        ),
+    ),
+    "SSE": (
+        (
+            "Parse the stream as the HTML standard's event-stream grammar",
+            "Accept CRLF, LF and lone CR line endings split anywhere, strip one leading "
+            "BOM, ignore comment lines, join multi-line data with newlines, keep the last "
+            "event id for Last-Event-ID, and honour retry: fields. A vetted SSE parser "
+            "(eventsource-parser, httpx-sse) does this; a split('\\n\\n') does not.",
+        ),
+    ),
+}
+
+
+def advice_for(area: str) -> tuple[tuple[str, str], ...]:
+    """(title, advice) pairs for a failure in a conformance area; () for an unknown one."""
+    rules = tuple((RULES[r].title, RULES[r].advice) for r in AREA_RULES.get(area, ()))
+    return rules or AREA_ADVICE.get(area, ())
