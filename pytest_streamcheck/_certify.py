@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,11 +237,13 @@ class UsageError(Exception):
 @dataclass
 class Verification:
     """What ``verify`` found: each check (intact: the files agree; complete: the run
-    judged the whole catalog), and what a reader may and may not conclude."""
+    judged the whole catalog), whether the coverage recomputed from the cases says
+    conformant, and what a reader may and may not conclude."""
 
     checks: list[tuple[str, bool, str, str]] = field(default_factory=list)  # kind, ok, name, detail
     can: list[str] = field(default_factory=list)
     cannot: list[str] = field(default_factory=list)
+    coverage: dict[str, Any] | None = None  # recomputed from report.json's cases
 
     def add(self, kind: str, ok: bool, name: str, detail: str) -> bool:
         self.checks.append((kind, ok, name, detail))
@@ -256,8 +258,30 @@ class Verification:
         return self.intact and all(ok for kind, ok, _, _ in self.checks if kind == "complete")
 
     @property
+    def conformant(self) -> bool:
+        """Intact, complete, and the recomputed coverage says conformant."""
+        return self.complete and bool((self.coverage or {}).get("conformant"))
+
+    @property
     def exit_code(self) -> int:
         return 0 if self.intact and self.complete else 1
+
+    def status(self, *, require_conformant: bool = False) -> int:
+        """The exit status: ``exit_code``, and 1 unless conformant when that is required."""
+        return 1 if require_conformant and not self.conformant else self.exit_code
+
+    def refusal(self) -> str | None:
+        """Why ``--require-conformant`` does not accept the bundle; None when it does."""
+        if not self.intact:
+            return "the bundle is not intact"
+        if not self.complete:
+            return "the bundle is incomplete: " + "; ".join(
+                detail for kind, ok, _, detail in self.checks if kind == "complete" and not ok
+            )
+        if not self.conformant:
+            why = (self.coverage or {}).get("why_not") or []
+            return "the client is NOT conformant: " + "; ".join(why)
+        return None
 
     def lines(self) -> list[str]:
         marks = {"intact": "FAIL", "complete": "NOT "}  # tampered, or only incomplete
@@ -265,8 +289,7 @@ class Verification:
             f"  {'ok  ' if ok else marks[kind]} {name}: {detail}"
             for kind, ok, name, detail in self.checks
         ]
-        complete = "yes" if self.complete else "no" if self.intact else "unknown (not intact)"
-        out.append(f"intact: {'yes' if self.intact else 'NO'}; complete: {complete}")
+        out.append(_summary(self.intact, self.complete, self.conformant))
         if self.can:
             out.append("a reader can conclude:")
             out += [f"  - {line}" for line in self.can]
@@ -276,8 +299,58 @@ class Verification:
         return out
 
 
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _summary(intact: bool, complete: bool, conformant: bool) -> str:
+    if not intact:
+        return "intact: NO; complete: unknown (not intact); conformant: unknown"
+    return (
+        f"intact: yes; complete: {'yes' if complete else 'no'}; "
+        f"conformant: {'yes' if conformant else 'no'}"
+    )
+
+
+MAX_BYTES = 256 * 2**20  # what verify reads of a file: far above a whole catalog's report
+MAX_DEPTH = 64  # a bundle's JSON nests a dozen levels; deeper is not the kit's
+
+
+class Unreadable(ValueError):
+    """A bundle file that verify will not read: not a regular file, too large, too deep."""
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A bundle file's bytes, at most MAX_BYTES of them, from a regular file only: a FIFO
+    or a device (whose size says nothing) would never end."""
+    if path.exists() and not path.is_file():
+        raise Unreadable("not a regular file")
+    with path.open("rb") as stream:
+        data = stream.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise Unreadable(f"larger than {MAX_BYTES} bytes")
+    return data
+
+
+def _parse_json(data: bytes) -> Any:
+    """JSON no deeper than MAX_DEPTH: a deeper one would exhaust the recursion of whatever
+    reads it next (the parser first)."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise Unreadable("JSON nested too deeply to parse") from None
+    depth = _depth(value)
+    if depth > MAX_DEPTH:
+        raise Unreadable(f"JSON nested {depth} levels deep (a bundle's is at most {MAX_DEPTH})")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests lists and objects, without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack += [(child, level + 1) for child in children]
+    return deepest
 
 
 def verify(directory: Path) -> Verification:
@@ -285,46 +358,15 @@ def verify(directory: Path) -> Verification:
     if not directory.is_dir():
         raise UsageError(f"not a directory: {directory}")
     v = Verification()
-    manifest_path = directory / MANIFEST
-    try:
-        manifest = _read_json(manifest_path)
-    except (OSError, ValueError) as exc:
-        v.add("intact", False, MANIFEST, f"cannot be read: {exc}")
-        v.cannot.append("anything: the bundle has no readable manifest")
+    manifest = _read_manifest(v, directory)
+    if manifest is None:
         return v
-    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-        got = manifest.get("schema") if isinstance(manifest, dict) else type(manifest).__name__
-        v.add("intact", False, MANIFEST, f"schema {got!r}, expected {SCHEMA!r}")
-        return v
-    files: dict[str, bytes] = {}
-    for name in FILES:
-        path = directory / name
-        want = ((manifest.get("files") or {}).get(name) or {}).get("sha256")
-        if not path.is_file():
-            v.add("intact", False, name, "missing")
-            continue
-        files[name] = data = path.read_bytes()
-        got = _sha256(data)
-        v.add(
-            "intact",
-            got == want,
-            name,
-            "sha256 matches the manifest"
-            if got == want
-            else f"sha256 {got[:16]}… but the manifest says {str(want)[:16]}…",
-        )
-    if "report.json" not in files:
-        return v
-    try:
-        report = json.loads(files["report.json"])
-    except ValueError as exc:
-        v.add("intact", False, "report.json", f"not JSON: {exc}")
-        return v
-    if not isinstance(report, dict) or report.get("schema") != REPORT_SCHEMA:
-        v.add("intact", False, "report.json", f"not a {REPORT_SCHEMA} report")
+    files = _read_files(v, directory, manifest)
+    report = _read_report(v, files)
+    if report is None:
         return v
     _check_manifest(v, manifest, report, files)
-    covered = _check_report(v, report)
+    covered = v.coverage = _check_report(v, report)
     if covered is not None:
         _check_renderings(v, report, files, covered)
         _check_complete(v, report, covered)
@@ -336,6 +378,59 @@ def verify(directory: Path) -> Verification:
             "written, or not written by this kit)"
         )
     return v
+
+
+def _read_manifest(v: Verification, directory: Path) -> dict[str, Any] | None:
+    try:
+        manifest = _parse_json(_read_bytes(directory / MANIFEST))
+    except (OSError, ValueError) as exc:
+        v.add("intact", False, MANIFEST, f"cannot be read: {exc}")
+        v.cannot.append("anything: the bundle has no readable manifest")
+        return None
+    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+        got = manifest.get("schema") if isinstance(manifest, dict) else type(manifest).__name__
+        v.add("intact", False, MANIFEST, f"schema {got!r}, expected {SCHEMA!r}")
+        return None
+    return manifest
+
+
+def _read_files(v: Verification, directory: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
+    """The files the manifest hashes, each checked against its sha256."""
+    files: dict[str, bytes] = {}
+    for name in FILES:
+        want = ((manifest.get("files") or {}).get(name) or {}).get("sha256")
+        try:
+            files[name] = data = _read_bytes(directory / name)
+        except FileNotFoundError:
+            v.add("intact", False, name, "missing")
+            continue
+        except (OSError, ValueError) as exc:
+            v.add("intact", False, name, f"cannot be read: {exc}")
+            continue
+        got = _sha256(data)
+        v.add(
+            "intact",
+            got == want,
+            name,
+            "sha256 matches the manifest"
+            if got == want
+            else f"sha256 {got[:16]}… but the manifest says {str(want)[:16]}…",
+        )
+    return files
+
+
+def _read_report(v: Verification, files: Mapping[str, bytes]) -> dict[str, Any] | None:
+    if "report.json" not in files:
+        return None
+    try:
+        report = _parse_json(files["report.json"])
+    except ValueError as exc:
+        v.add("intact", False, "report.json", f"cannot be read: {exc}")
+        return None
+    if not isinstance(report, dict) or report.get("schema") != REPORT_SCHEMA:
+        v.add("intact", False, "report.json", f"not a {REPORT_SCHEMA} report")
+        return None
+    return report
 
 
 def _check_manifest(
@@ -569,26 +664,26 @@ def _conclusions(
     ]
 
 
-def verify_main(argv: Sequence[str], out: Any = None) -> int:
-    """``verify DIR``: print the checks and conclusions; 0 intact and complete, 1 not, 2 usage."""
+def verify_main(directory: Path, *, require_conformant: bool = False, out: Any = None) -> int:
+    """``verify DIR``: print the checks and conclusions; 0 intact and complete (and, with
+    ``require_conformant``, conformant), 1 not, 2 usage."""
     import sys
 
     out = out or sys.stdout
-    if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: python -m pytest_streamcheck verify DIR", file=sys.stderr)
-        return 2
-    directory = Path(argv[0])
     try:
         result = verify(directory)
     except UsageError as exc:
         print(f"verify: {exc}", file=sys.stderr)
         return 2
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed report
-        print(f"streamcheck verify {directory}", file=out)
+    except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+        print(f"streamcheck verify {directory}", file=out)  # a malformed report or manifest
         print(f"  FAIL report.json: malformed ({type(exc).__name__}: {exc})", file=out)
-        print("intact: NO; complete: unknown (not intact)", file=out)
+        print(_summary(intact=False, complete=False, conformant=False), file=out)
         return 1
     print(f"streamcheck verify {directory}", file=out)
     for line in result.lines():
         print(line, file=out)
-    return result.exit_code
+    if require_conformant:
+        refused = result.refusal()
+        print(f"--require-conformant: {'REFUSED: ' + refused if refused else 'accepted'}", file=out)
+    return result.status(require_conformant=require_conformant)

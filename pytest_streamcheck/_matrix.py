@@ -1,12 +1,15 @@
 """The compatibility matrix: clients as columns, the catalog's cases as rows
 (docs/matrix.md). No pytest here: each target runs in a pytest subprocess of its own.
 
-``run_targets`` plays each target as ``python -m pytest --streamcheck=TARGET`` in an
-empty temporary directory (the host project's conftest and ini stay out of it), N at
-once, each with a time limit; ``load_column`` reads a JSON report back; ``build_matrix``
-turns columns into the matrix's JSON, and ``render_markdown``/``render_html`` draw that
-JSON. Everything in the matrix comes from the reports (a crashed target's column says
-why it has none): the same reports render the same bytes.
+``run_targets`` plays each target as ``python -m pytest --streamcheck=TARGET`` in the
+caller's folder, so relative paths in a target (``exec:node client.mjs``) mean what they
+mean in the caller's shell, but with the folder's pytest configuration left out (no ini
+file, no conftest.py) unless asked for; N at once, each with a time limit. Output options
+passed through (``--junitxml``) are moved next to each target's report. ``load_column``
+reads a JSON report back; ``build_matrix`` turns columns into the matrix's JSON, and
+``render_markdown``/``render_html`` draw that JSON. Everything in the matrix comes from
+the reports (a crashed target's column says why it has none, a column where nothing was
+judged says which ERROR stopped it): the same reports render the same bytes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +35,10 @@ __all__ = [
     "SCHEMA",
     "Column",
     "build_matrix",
+    "errored",
     "load_column",
+    "moved_outputs",
+    "pytest_argv",
     "render_html",
     "render_markdown",
     "run_targets",
@@ -45,6 +50,19 @@ SCHEMA = "streamcheck-matrix/1"
 DEFAULT_JOBS = 2
 DEFAULT_TIMEOUT = 3600.0  # seconds a target may take (a real-timing run of the catalog)
 VERDICT_CLASSES = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "ERROR", "INCONCLUSIVE")
+JUDGED = ("PASS", "FAIL", "NON-STRICT")
+# Options whose value is a file (or folder) a run writes: each target gets its own, next
+# to its report, instead of all of them writing (in turn) the one the caller named.
+OUTPUT_OPTIONS = (
+    "--junitxml",
+    "--junit-xml",
+    "--streamcheck-certify",
+    "--report-log",
+    "--html",
+    "--json-report-file",
+)
+# The matrix names these itself for each target (DIR/NAME.json, DIR/NAME.html).
+OWN_OPTIONS = ("--streamcheck-report", "--streamcheck-html")
 
 
 @dataclass(frozen=True)
@@ -97,21 +115,55 @@ def load_column(path: Path, out: Path, target: str | None = None) -> Column:
     return Column(name, report, _rel(path, out), html_path)
 
 
-def _command(target: str, report: Path, page: Path, extra: Sequence[str]) -> list[str]:
+def isolation(folder: Path) -> list[str]:
+    """pytest options that leave a folder's pytest configuration out of a run started
+    there: no ini file (``-c`` the null device: no pytest.ini, tox.ini, setup.cfg or
+    pyproject.toml is read), no conftest.py, and the folder itself as rootdir."""
+    return ["-c", os.devnull, f"--rootdir={folder}", "--noconftest"]
+
+
+def pytest_argv(
+    target: str, args: Sequence[str], *, folder: Path, project: bool = False
+) -> list[str]:
+    """``python -m pytest`` for the suite against ``target``, run in ``folder``: the
+    folder's own pytest configuration only when ``project``; never a .pytest_cache."""
+    isolated = [] if project else isolation(folder)
     return [
         sys.executable,
         "-m",
         "pytest",
         "-p",
         "no:cacheprovider",
-        "-q",
+        *isolated,
         f"--streamcheck={target}",
-        "--streamcheck-report",
-        str(report),
-        "--streamcheck-html",
-        str(page),
-        *extra,
+        *args,
     ]
+
+
+def own_options(extra: Sequence[str]) -> list[str]:
+    """The options in ``extra`` that the matrix sets itself for each target."""
+    return sorted({a.partition("=")[0] for a in extra if a.partition("=")[0] in OWN_OPTIONS})
+
+
+def moved_outputs(extra: Sequence[str], out: Path, name: str) -> list[str]:
+    """``extra`` with the path of each output option (``--junitxml=junit.xml``) moved to
+    ``OUT/NAME.BASENAME`` (``OUT/reference.junit.xml``): one per target, beside its report."""
+    args: list[str] = []
+    rest = iter(extra)
+    for arg in rest:
+        option, eq, value = arg.partition("=")
+        if option not in OUTPUT_OPTIONS:
+            args.append(arg)
+        elif eq:
+            args.append(f"{option}={_beside(value, out, name)}")
+        else:  # --junitxml PATH; a missing PATH stays missing, for pytest to refuse
+            path = next(rest, None)
+            args += [option] if path is None else [option, _beside(path, out, name)]
+    return args
+
+
+def _beside(value: str, out: Path, name: str) -> str:
+    return str((out / f"{name}.{Path(value).name or 'output'}").resolve())
 
 
 # Lines of a crashed run's output that say nothing about the crash.
@@ -131,23 +183,31 @@ def _exit(code: int | None) -> str:
 
 
 def run_target(
-    target: str, name: str, out: Path, *, timeout: float, extra: Sequence[str] = ()
+    target: str,
+    name: str,
+    out: Path,
+    *,
+    timeout: float,
+    extra: Sequence[str] = (),
+    project: bool = False,
 ) -> tuple[Column, float]:
-    """Run one target in an empty temporary directory; its column and its wall time.
+    """Run one target in the caller's folder; its column and its wall time.
 
-    The run's output goes to ``OUT/NAME.log``. A target that exits without writing its
-    report (it crashed, or its arguments were refused) or outlives ``timeout`` gets a
-    column that says so.
+    The run's output goes to ``OUT/NAME.log``, its reports to ``OUT/NAME.json`` and
+    ``OUT/NAME.html``, its other outputs beside them (``moved_outputs``). A target that
+    exits without writing its report (it crashed, or its arguments were refused) or
+    outlives ``timeout`` gets a column that says so.
     """
     report, page, log = out / f"{name}.json", out / f"{name}.html", out / f"{name}.log"
     for stale in (report, page):
         stale.unlink(missing_ok=True)
+    own = ["-q", "--streamcheck-report", str(report.resolve()), "--streamcheck-html"]
+    args = [*own, str(page.resolve()), *moved_outputs(extra, out, name)]
     started = time.monotonic()
     crashed: str | None = None
-    with tempfile.TemporaryDirectory(prefix="streamcheck-matrix-") as empty, log.open("wb") as sink:
+    with log.open("wb") as sink:
         process = subprocess.Popen(
-            _command(target, report.resolve(), page.resolve(), extra),
-            cwd=empty,
+            pytest_argv(target, args, folder=Path.cwd(), project=project),
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -183,6 +243,7 @@ def run_targets(
     jobs: int = DEFAULT_JOBS,
     timeout: float = DEFAULT_TIMEOUT,
     extra: Sequence[str] = (),
+    project: bool = False,
     say: Callable[[str], None] = print,
 ) -> list[Column]:
     """Run every target, ``jobs`` at once; the columns in the order of ``targets``."""
@@ -191,13 +252,13 @@ def run_targets(
 
     def one(index: int) -> Column:
         column, seconds = run_target(
-            targets[index], names[index], out, timeout=timeout, extra=extra
+            targets[index], names[index], out, timeout=timeout, extra=extra, project=project
         )
+        log = f"(log: {out / names[index]}.log)"
         if column.crashed:
-            say(
-                f"matrix: {targets[index]}: CRASHED after {seconds:.1f} s: {column.crashed} "
-                f"(log: {out / names[index]}.log)"
-            )
+            say(f"matrix: {targets[index]}: CRASHED after {seconds:.1f} s: {column.crashed} {log}")
+        elif why := errored(column.report or {}):
+            say(f"matrix: {targets[index]}: NOTHING JUDGED after {seconds:.1f} s: {why} {log}")
         else:
             headline = _headline(column.report or {})
             say(f"matrix: {targets[index]}: done in {seconds:.1f} s: {headline}")
@@ -205,6 +266,31 @@ def run_targets(
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, range(len(targets))))
+
+
+def errored(report: Mapping[str, Any]) -> str | None:
+    """Why a report judged nothing, when ERROR is why: no case PASS, FAIL or NON-STRICT and
+    at least one ERROR (a client that cannot start errs on every case). The most detailed
+    ERROR's first line and the first error its output names. None otherwise."""
+    cases = [c for c in report.get("cases") or [] if isinstance(c, dict)]
+    errors = [str(c.get("reason") or "") for c in cases if c.get("verdict") == "ERROR"]
+    if not errors or any(c.get("verdict") in JUDGED for c in cases):
+        return None
+    detailed = max(errors, key=lambda reason: len(reason.splitlines()))
+    lines = [ln.strip() for ln in detailed.splitlines() if ln.strip()]
+    said = (lines[0] + _cause(lines[1:])) if lines else "no reason given"
+    every = "every case" if len(errors) == len(cases) else f"{len(errors)} of {len(cases)} cases"
+    return f"{every} ERROR, none judged: {said}"[:400]
+
+
+def _cause(lines: Sequence[str]) -> str:
+    """The line of a client's quoted output (``| ...``) that names its error: the first
+    that says error (Node's "Error: Cannot find module", ModuleNotFoundError), else the
+    last."""
+    quoted = [ln.lstrip("|").strip() for ln in lines if ln.startswith("|")]
+    quoted = [ln for ln in quoted if ln]
+    cause = next((ln for ln in quoted if "rror" in ln), quoted[-1] if quoted else "")
+    return f" ({cause})" if cause else ""
 
 
 # -- the matrix as data ----------------------------------------------------------------------
@@ -253,6 +339,7 @@ def _column_json(index: int, column: Column) -> dict[str, Any]:
         "report": column.json_path,
         "html": column.html_path,
         "crashed": column.crashed,
+        "errored": None if column.report is None else errored(column.report),
         "coverage": None
         if got is None
         else {
@@ -384,6 +471,8 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
         got = c.get("coverage") or {}
         judged = f"{got['judged']}/{got['applicable']}" if got else "-"
         grade = got.get("grade") if got else f"CRASHED: {c['crashed']}"
+        if c.get("errored"):  # absent from a matrix.json older than the field
+            grade = f"{grade}: {c['errored']}"
         link = (
             f"[{c['html'] or c['report']}]({c['html'] or c['report']})"
             if (c.get("html") or c.get("report"))
@@ -401,6 +490,7 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
             lines.append(
                 f"- {c['key']} ({_md(_label(c))}, {_md(c.get('generated_at') or '')}): "
                 f"{_md(c['coverage']['headline'])}"
+                + (f"; {_md(c['errored'])}" if c.get("errored") else "")
             )
         else:
             lines.append(f"- {c['key']} ({_md(c['target'])}): CRASHED: {_md(c['crashed'])}")
@@ -506,7 +596,9 @@ def _column_head(c: Mapping[str, Any]) -> str:
         f"<span class='grade-tag' style='background:{COLORS.get(grade, '#9f9f9f')}'>"
         f"{_e(got['grade'])}</span>"
         f"<div class='why'>{_e(got['headline'])}</div>"
-        f"<div class='when'>{_e(c.get('generated_at') or '')}</div></th>"
+        # the CSS stays as it was: pages rendered before this field keep their bytes
+        + (f"<div class='why crashed'>{_e(c['errored'])}</div>" if c.get("errored") else "")
+        + f"<div class='when'>{_e(c.get('generated_at') or '')}</div></th>"
     )
 
 

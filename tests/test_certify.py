@@ -5,7 +5,9 @@ an edit is caught, and that a run of part of the catalog is intact but not compl
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from plugin_targets._pytester import prepare, suite
 import pytest_streamcheck
 from pytest_streamcheck import _certify
 from pytest_streamcheck._badge import badge_label, badge_svg, grade_of
-from pytest_streamcheck._certify import catalog_fingerprint, verify, write_bundle
+from pytest_streamcheck._certify import catalog_fingerprint, verify, verify_main, write_bundle
 
 CASES = ("SC-RETRY-13", "SC-SSE-15")
 
@@ -256,3 +258,99 @@ def test_the_badge_says_what_the_coverage_earns(
     assert svg.startswith("<svg xmlns=")
     assert f"streamcheck: {label}" in svg
     assert svg == badge_svg(coverage)  # deterministic
+
+
+def _whole(bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: str) -> Path:
+    """The bundle's run as a complete one, against a kit whose catalog were its two cases,
+    with its first case's verdict set to ``verdict``."""
+    from conformance._coverage import coverage
+
+    report = _json(bundle / "report.json")
+    small = {c["id"]: {k: c[k] for k in _certify.DEFINITION} for c in report["cases"]}
+    monkeypatch.setattr(_certify, "catalog_definitions", lambda: small)
+    report["cases"][0]["verdict"] = verdict
+    covered = coverage(report["cases"], {i: d["area"] for i, d in small.items()}).to_json()
+    report.update(coverage=covered, conformant=covered["conformant"])
+    report["selection"] = {"ids": None, "keyword": None, "markexpr": None}
+    whole = tmp_path / verdict
+    write_bundle(whole, report)
+    return whole
+
+
+def _gate(directory: Path) -> tuple[int, int, str]:
+    """verify without and with --require-conformant: both exit statuses, the second's text."""
+    plain, gated = io.StringIO(), io.StringIO()
+    return (
+        verify_main(directory, out=plain),
+        verify_main(directory, require_conformant=True, out=gated),
+        gated.getvalue(),
+    )
+
+
+def test_require_conformant_refuses_a_complete_bundle_of_a_failing_client(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain, gated, text = _gate(_whole(bundle, tmp_path, monkeypatch, "FAIL"))
+    assert (plain, gated) == (0, 1)  # intact and complete evidence, of a client that fails
+    assert "intact: yes; complete: yes; conformant: no" in text
+    assert "--require-conformant: REFUSED: the client is NOT conformant: 1 FAIL" in text
+
+
+def test_require_conformant_accepts_a_conformant_bundle(
+    bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain, gated, text = _gate(_whole(bundle, tmp_path, monkeypatch, "PASS"))
+    assert (plain, gated) == (0, 0)
+    assert "intact: yes; complete: yes; conformant: yes" in text
+    assert text.rstrip().endswith("--require-conformant: accepted")
+
+
+def test_require_conformant_refuses_an_incomplete_bundle(bundle: Path) -> None:
+    """From the command line, the option after the directory as a CI script writes it."""
+    run = _cli("verify", str(bundle), "--require-conformant")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "intact: yes; complete: no; conformant: no" in run.stdout
+    assert (
+        "--require-conformant: REFUSED: the bundle is incomplete: 2 of the catalog's 208 "
+        "cases selected" in run.stdout
+    )
+
+
+def test_require_conformant_refuses_a_bundle_that_is_not_intact(tmp_path: Path) -> None:
+    run = _cli("verify", "--require-conformant", str(tmp_path))
+    assert run.returncode == 1
+    assert "--require-conformant: REFUSED: the bundle is not intact" in run.stdout
+
+
+@pytest.mark.parametrize("depth", [60_000, 500])
+def test_a_deeply_nested_manifest_is_refused_with_a_message(tmp_path: Path, depth: int) -> None:
+    """Too deep for the parser, or deep enough to exhaust whatever reads it next."""
+    nested = "[" * depth + "]" * depth
+    (tmp_path / "manifest.json").write_text(
+        f'{{"schema": "{_certify.SCHEMA}", "files": {nested}}}', encoding="utf-8"
+    )
+    run = _cli("verify", str(tmp_path))
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr, run.stderr
+    assert "FAIL manifest.json: cannot be read: JSON nested" in run.stdout
+    assert "intact: NO" in run.stdout
+
+
+def test_a_deeply_nested_report_with_a_matching_hash_is_refused(bundle: Path) -> None:
+    data = b'{"schema": "streamcheck-report/1", "x": ' + b"[" * 600 + b"]" * 600 + b"}"
+    (bundle / "report.json").write_bytes(data)
+    manifest = _json(bundle / "manifest.json")
+    manifest["files"]["report.json"]["sha256"] = hashlib.sha256(data).hexdigest()
+    (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = verify(bundle)
+    assert not result.intact
+    assert any("report.json: cannot be read: JSON nested" in line for line in result.lines())
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_a_manifest_that_is_a_fifo_is_not_read(tmp_path: Path) -> None:
+    """A FIFO would block the read forever: refused by what it is, at once."""
+    os.mkfifo(tmp_path / "manifest.json")
+    result = verify(tmp_path)
+    assert not result.intact
+    assert "FAIL manifest.json: cannot be read: not a regular file" in "\n".join(result.lines())

@@ -7,14 +7,26 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _node import NODE
 
-from pytest_streamcheck._matrix import Column, build_matrix, run_target, slug
+from pytest_streamcheck._matrix import (
+    Column,
+    _slugs,
+    build_matrix,
+    errored,
+    moved_outputs,
+    run_target,
+    slug,
+)
 
 TESTS = Path(__file__).parent
 # A few cases: the zoo's gives_up_at_once fails the first three, passes the last.
@@ -195,3 +207,169 @@ def test_file_names_of_targets() -> None:
 
     assert _slugs(["a:b", "a b", "c"]) == ["a_b", "a_b-2", "c"]
     assert Column("x", None, None, None, "boom").crashed == "boom"
+
+
+# -- the caller's folder: relative targets, its own pytest configuration left out ---------
+
+HOSTILE_CONFTEST = "def pytest_configure(config):\n    raise SystemExit('the host conftest ran')\n"
+HOSTILE_INI = "[pytest]\naddopts = --no-such-option\n"
+HOSTILE_TEST = "def test_host():\n    assert False, 'a host test ran'\n"
+TWO = "SC-RETRY-13 or SC-SSE-15"
+
+
+def _exec(script: str) -> str:
+    return f"exec:{shlex.quote(sys.executable)} {script}"
+
+
+@pytest.fixture(scope="module")
+def relative(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One matrix run from a folder of its own, with a host project's conftest.py, ini and
+    a failing test in it: a client named by a relative path, one whose path is wrong, and
+    --junitxml passed through."""
+    base = tmp_path_factory.mktemp("caller")
+    (base / "clients").mkdir()
+    for name in ("minimal.py", "_proto.py"):
+        shutil.copy(TESTS / "exec_clients" / name, base / "clients" / name)
+    (base / "conftest.py").write_text(HOSTILE_CONFTEST, encoding="utf-8")
+    (base / "pytest.ini").write_text(HOSTILE_INI, encoding="utf-8")
+    (base / "test_host.py").write_text(HOSTILE_TEST, encoding="utf-8")
+    targets = [_exec("clients/minimal.py"), _exec("clients/missing.py")]
+    extra = ["-p", "no:hypothesispytest", "-k", TWO, "--junitxml=reports/junit.xml"]
+    result = _cli("matrix", *targets, "--out", "out", "--", *extra, env=_env(base), cwd=base)
+    matrix = json.loads((base / "out" / "matrix.json").read_text(encoding="utf-8"))
+    return {"base": base, "result": result, "matrix": matrix, "names": _slugs(targets)}
+
+
+def test_relative_paths_in_a_target_resolve_against_the_callers_folder(
+    relative: dict[str, Any],
+) -> None:
+    good = relative["matrix"]["columns"][0]
+    assert good["crashed"] is None, good
+    assert good["errored"] is None
+    assert (good["coverage"]["judged"], good["coverage"]["applicable"]) == (2, 2)
+    assert good["client"]["name"]  # it said hello: it started from clients/minimal.py
+
+
+def test_the_callers_pytest_configuration_takes_no_part(relative: dict[str, Any]) -> None:
+    base: Path = relative["base"]
+    out = relative["result"].stdout + relative["result"].stderr
+    assert "the host conftest ran" not in out
+    assert "no-such-option" not in out
+    log = (base / "out" / f"{relative['names'][0]}.log").read_text(encoding="utf-8")
+    assert "test_host" not in log
+    assert not (base / ".pytest_cache").exists()
+
+
+def test_an_all_error_column_exits_1_and_says_why(relative: dict[str, Any]) -> None:
+    result, matrix = relative["result"], relative["matrix"]
+    assert result.returncode == 1, result.stdout + result.stderr
+    bad = matrix["columns"][1]
+    assert bad["crashed"] is None  # it has a report: every case in it is an ERROR
+    assert bad["coverage"]["grade"].startswith("undecided 0/2")
+    assert bad["errored"].startswith("every case ERROR, none judged: exec client")
+    assert "can't open file" in bad["errored"]  # what the client's own output said
+    assert "missing.py" in bad["errored"]
+    assert f"{_exec('clients/missing.py')}: NOTHING JUDGED after" in result.stdout
+    assert "every case ERROR, none judged" in result.stderr
+    assert "1 with nothing judged but ERRORs" in result.stdout
+    out: Path = relative["base"] / "out"
+    assert "every case ERROR, none judged: exec client" in (out / "matrix.md").read_text()
+    assert "every case ERROR, none judged" in (out / "matrix.html").read_text()
+
+
+def test_output_options_passed_through_land_beside_each_targets_report(
+    relative: dict[str, Any],
+) -> None:
+    base: Path = relative["base"]
+    assert "matrix: --junitxml: one per target, in out as NAME.<the name given>" in (
+        relative["result"].stdout
+    )
+    assert not (base / "reports").exists()  # not the one file every target would overwrite
+    for name in relative["names"]:
+        junit = ET.parse(base / "out" / f"{name}.junit.xml").getroot()
+        cases = [c.get("name") for c in junit.iter("testcase")]
+        assert len(cases) == 2, cases
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node")
+def test_the_documented_node_example_runs_from_the_checkout(tmp_path: Path) -> None:
+    """docs/matrix.md's command, as written, from the folder it names paths from."""
+    checkout = TESTS.parent
+    target = "exec:node examples/node-client/client.mjs"
+    result = _cli(
+        "matrix",
+        target,
+        "--out",
+        str(tmp_path),
+        "--",
+        "-p",
+        "no:hypothesispytest",
+        "-k",
+        TWO,
+        env=_env(tmp_path),
+        cwd=checkout,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    column = json.loads((tmp_path / "matrix.json").read_text(encoding="utf-8"))["columns"][0]
+    assert (column["coverage"]["judged"], column["errored"]) == (2, None)
+
+
+@pytest.mark.parametrize("option", [["--streamcheck-report=x.json"], ["--streamcheck-html", "x"]])
+def test_the_matrix_refuses_its_own_report_options(tmp_path: Path, option: list[str]) -> None:
+    out = tmp_path / "o"
+    result = _cli(
+        "matrix", "reference", "--out", str(out), "--", *option, env=_env(tmp_path), cwd=tmp_path
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "the matrix writes each target's reports itself" in result.stderr
+    assert not out.exists()  # refused before anything ran
+
+
+def test_output_paths_move_next_to_the_report(tmp_path: Path) -> None:
+    given = [
+        "-k",
+        "X",
+        "--junitxml=a/junit.xml",
+        "--junit-xml",
+        "/abs/j.xml",
+        "--streamcheck-certify=cert/",
+        "--report-log",
+        "log.jsonl",
+        "--junitxml",
+    ]
+    moved = moved_outputs(given, tmp_path, "ref")
+    here = tmp_path.resolve()
+    assert moved == [
+        "-k",
+        "X",
+        f"--junitxml={here / 'ref.junit.xml'}",
+        "--junit-xml",
+        str(here / "ref.j.xml"),
+        f"--streamcheck-certify={here / 'ref.cert'}",
+        "--report-log",
+        str(here / "ref.log.jsonl"),
+        "--junitxml",  # no value: pytest says so
+    ]
+
+
+def _report(*verdicts: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "cases": [
+            {"id": f"SC-X-{i}", "verdict": v, "reason": r} for i, (v, r) in enumerate(verdicts)
+        ]
+    }
+
+
+def test_errored_names_the_error_only_when_nothing_was_judged() -> None:
+    node = (
+        "exec client `node c.mjs` exited\nlast stderr lines:\n  | at\n  | Error: no c.mjs\n  | at"
+    )
+    assert errored(_report(("ERROR", "see the first"), ("ERROR", node))) == (
+        "every case ERROR, none judged: exec client `node c.mjs` exited (Error: no c.mjs)"
+    )
+    assert errored(_report(("ERROR", "x"), ("UNSUPPORTED", "no capability"))) == (
+        "1 of 2 cases ERROR, none judged: x"
+    )
+    assert errored(_report(("ERROR", "x"), ("PASS", ""))) is None
+    assert errored(_report(("UNSUPPORTED", "x"))) is None
+    assert errored(_report()) is None
