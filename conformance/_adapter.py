@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
-from conformance._case import Capability, StreamRequest
+from conformance._case import CAPABILITIES, Capability, StreamRequest
 from conformance._evidence import DeliveryLog, ErrorKind
 from conformance.reference import ClientPolicy
 
@@ -35,6 +36,7 @@ __all__ = [
     "StreamCancelled",
     "StreamSink",
     "SyncClientAdapter",
+    "check_capabilities",
 ]
 
 
@@ -56,6 +58,35 @@ class AdapterInfo:
     # (asyncio or anyio sleeps, timeouts and sockets; no threads, no time.sleep), so the
     # kit may run it in virtual time: exact verdicts at the profile's real numbers.
     virtual_time: bool = False
+
+    def __post_init__(self) -> None:
+        # Any iterable of names is taken (a tuple, a set); kept as a frozenset.
+        capabilities = check_capabilities(self.capabilities, "AdapterInfo.capabilities")
+        object.__setattr__(self, "capabilities", capabilities)
+
+
+def check_capabilities(named: object, where: str) -> frozenset[Capability]:
+    """``named`` as a frozenset of capabilities, each one the kit knows.
+
+    An unknown name (a typo, or a newer kit's) would otherwise be dropped silently,
+    and the cases that need what it meant end UNSUPPORTED with nothing said.
+
+    Raises:
+        ValueError: ``named`` is not a collection of names, or names an unknown one;
+            the message starts with ``where``.
+    """
+    if isinstance(named, str | bytes) or not isinstance(named, Iterable):
+        raise ValueError(f"{where}: expected a set of capability names, got {named!r}")
+    names = list(named)
+    for name in names:
+        if name not in CAPABILITIES:
+            close = (
+                difflib.get_close_matches(name, CAPABILITIES, n=1) if isinstance(name, str) else []
+            )
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(CAPABILITIES)
+            raise ValueError(f"{where}: unknown capability {name!r}{hint}; the known ones: {known}")
+    return frozenset(cast("list[Capability]", names))
 
 
 @dataclass(frozen=True)

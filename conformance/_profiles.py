@@ -24,6 +24,7 @@ from conformance.reference import (
     PolicyError,
     RetryMatrix,
 )
+from fake_servers._files import FileRefused, read_text_limited, shown_path
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -48,6 +49,7 @@ TRANSPORTS = ("get", "post")
 # the stall detected, the breaker open and the client give up.
 MAX_PROFILE_SECONDS = 3600.0  # every duration of the policy, caps included
 MAX_PROFILE_COUNT = 100  # max_attempts, breaker threshold and min_throughput
+MAX_PROFILE_BYTES = 1024 * 1024  # a profile file: a few hundred bytes make a policy
 MIN_TEST_SECONDS = 0.001  # test timing's floor: loop timers wake no finer; half the 2 ms POLL
 
 
@@ -292,16 +294,19 @@ def load_profile(path: str | Path) -> Profile:
     Every value is checked here, once: a ``ProfileError`` names the file, the field
     and the valid range, before any case runs.
     """
-    path = Path(path)
+    shown = shown_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        raw = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ProfileError(f"{path}: cannot read profile: {exc}") from exc
+        text = read_text_limited(path, MAX_PROFILE_BYTES, "bytes per profile file")
+    except FileRefused as exc:
+        raise ProfileError(f"{shown}: {exc}") from None
+    try:
+        raw = tomllib.loads(text) if Path(path).suffix == ".toml" else json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ProfileError(f"{shown}: cannot read profile: {exc}") from None
     try:
         return _profile_from_dict(raw)
     except (TypeError, ValueError) as exc:  # PolicyError and the shape checks
-        raise ProfileError(f"{path}: {exc}") from exc
+        raise ProfileError(f"{shown}: {exc}") from exc
 
 
 def _profile_from_dict(raw: object) -> Profile:
@@ -314,7 +319,7 @@ def _profile_from_dict(raw: object) -> Profile:
     if "name" not in raw:
         raise ValueError("name: required (the profile's name)")
     name = raw["name"]
-    base = get_profile(raw["base"]).policy if "base" in raw else ClientPolicy()
+    base = _base(raw["base"]).policy if "base" in raw else ClientPolicy()
     try:
         policy = policy_from_dict(_table(raw.get("policy", {}), "policy"), base=base)
         policy = replace(policy, name=name)
@@ -330,6 +335,16 @@ def _profile_from_dict(raw: object) -> Profile:
         transports=frozenset(transports) if isinstance(transports, list) else transports,
         test_scale=raw.get("test_scale", 0.02),
     )
+
+
+def _base(name: object) -> Profile:
+    """A built-in profile to start from: a file would be read relative to the working
+    folder, not the profile's, and could name itself (an endless chain)."""
+    key = (name if "@" in name else _latest(name)) if isinstance(name, str) else None
+    if key not in BUILTIN_PROFILES:
+        valid = ", ".join(sorted(BUILTIN_PROFILES))
+        raise ValueError(f"base: expected a built-in profile, got {name!r}; valid: {valid}")
+    return BUILTIN_PROFILES[key]
 
 
 def _table(raw: object, where: str) -> dict[str, Any]:

@@ -111,14 +111,25 @@ def _has_header(headers: Headers, name: str) -> bool:
     return any(key.lower() == name for key, _ in headers)
 
 
+def _utf8(text: str, field: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which UTF-8 cannot carry) is the field's error."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError as error:
+        lone = repr(text[error.start])[1:-1]
+        raise ScenarioError(
+            f"expected text UTF-8 can carry, got the lone surrogate {lone}", field=field
+        ) from None
+
+
 def _body(value: object) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, str):
-        return value.encode()
+        return _utf8(value, "body")
     if isinstance(value, Mapping):
         try:
-            return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+            return _utf8(json.dumps(value, separators=(",", ":"), allow_nan=False), "body")
         except (TypeError, ValueError, RecursionError):
             pass
     raise ScenarioError(
@@ -437,7 +448,7 @@ def raw(
     """
     if isinstance(pieces, str | bytes) or not isinstance(pieces, Iterable):
         reject("pieces", "a list of strings or bytes", pieces)
-    encoded = tuple(p.encode() if isinstance(p, str) else p for p in pieces)
+    encoded = tuple(_utf8(p, "pieces") if isinstance(p, str) else p for p in pieces)
     return Raw(encoded, pause, status, content_type, _headers(headers), end)
 
 

@@ -24,6 +24,7 @@ from types import FrameType
 from typing import TextIO
 
 from fake_servers._builders import ScenarioError
+from fake_servers._files import FileRefused, check_output_path, shown_path
 from fake_servers._loader import load_scenario
 from fake_servers._script import Endpoint, Raw, Respond, Scenario, Step
 
@@ -76,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", type=_host, help="interface (default 127.0.0.1)"
     )
     serve.add_argument("--port", default=0, type=_port, help="port (default 0: a free one)")
-    serve.add_argument("--ledger-json", type=Path, help="write the ledger here as JSON on exit")
+    serve.add_argument("--ledger-json", type=_output, help="write the ledger here as JSON on exit")
     serve.add_argument(
         "--proxy", action="store_true", help="also start a fault proxy; prints 'proxy: URL'"
     )
@@ -100,6 +101,16 @@ def _host(text: str) -> str:
             "got an empty one"
         )
     return text.strip()
+
+
+def _output(text: str) -> Path:
+    """A path the ledger can be written to, checked now: at exit, the run would be lost."""
+    path = Path(text)
+    try:
+        check_output_path(path)
+    except FileRefused as error:
+        raise argparse.ArgumentTypeError(f"{shown_path(text)}: {error}") from None
+    return path
 
 
 def _scenario(path: Path | None) -> Scenario:

@@ -51,7 +51,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from fake_servers._builders import (
     STEP_BUILDERS,
@@ -63,6 +63,7 @@ from fake_servers._builders import (
     step_arguments,
     suggestion,
 )
+from fake_servers._files import FileRefused, printable, read_text_limited, shown_path
 from fake_servers._limits import MAX_DEPTH, MAX_ENDPOINTS, MAX_SCENARIO_BYTES, MAX_STEPS
 from fake_servers._script import Endpoint, Gap, Headers, Raw, Scenario, Stall, Step, Stream
 from fake_servers._shorthand import expand_step
@@ -84,22 +85,16 @@ def load_scenario(path: str | Path) -> Scenario:
         ScenarioError: the file cannot be read, is not valid TOML/JSON, or its
             script is invalid; the message names the file, the step and the field.
     """
-    source = str(path)
+    source = shown_path(path)
     file_format = _SUFFIXES.get(Path(path).suffix.lower())
     if file_format is None:
         raise ScenarioError(
             f"unknown file type {show(Path(path).suffix)}; expected .toml or .json", file=source
         )
     try:
-        size = Path(path).stat().st_size
-        check_limit(None, size, MAX_SCENARIO_BYTES, "bytes per scenario file")
-        text = Path(path).read_text(encoding="utf-8")
-    except ScenarioError as error:
-        raise error.located(file=source) from None
-    except OSError as error:
-        raise ScenarioError(f"cannot read the file: {error.strerror}", file=source) from None
-    except UnicodeDecodeError:
-        raise ScenarioError("not UTF-8 text", file=source) from None
+        text = read_text_limited(path, MAX_SCENARIO_BYTES, "bytes per scenario file")
+    except FileRefused as error:
+        raise ScenarioError(str(error), file=source) from None
     return parse_scenario(text, format=file_format, source=source)
 
 
@@ -117,6 +112,8 @@ def parse_scenario(text: str, *, format: FileFormat, source: str = "<string>") -
     tree = _decode(text, format, source)
     try:
         _check_depth(tree)
+        if _SURROGATE.search(text) or _SURROGATE_ESCAPE.search(text):  # else none to find
+            _check_text(tree)
         return _scenario(tree)
     except ScenarioError as error:
         raise error.located(file=source) from None
@@ -165,6 +162,38 @@ def _check_depth(tree: object) -> None:
         ]
     if level:
         raise ScenarioError(f"nested deeper than {MAX_DEPTH} levels of tables and arrays")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON writes one
+_STEP_PLACE = re.compile(r"(endpoint\[\d+\](?:\.step\[\d+\])?)\.?(.*)", re.DOTALL)
+
+
+def _check_text(tree: object) -> None:
+    """Refuse a lone surrogate in any key or string (JSON's "\\ud800"): UTF-8 cannot
+    carry it, so the server could neither send it nor print the listing."""
+    stack: list[tuple[str, object]] = [("", tree)]
+    while stack:  # a stack, not recursion: a file decides the depth
+        where, node = stack.pop()
+        if isinstance(node, str) and _SURROGATE.search(node):
+            _lone_surrogate(where, node)
+        elif isinstance(node, dict):
+            for key, value in reversed(node.items()):
+                place = f"{where}.{key}" if where else key
+                if _SURROGATE.search(key):
+                    _lone_surrogate(place, key)
+                stack.append((place, value))
+        elif isinstance(node, list):
+            stack += [(f"{where}[{i}]", item) for i, item in reversed(list(enumerate(node)))]
+
+
+def _lone_surrogate(place: str, text: str) -> NoReturn:
+    found = _SURROGATE.search(text)
+    assert found is not None
+    problem = f"expected text UTF-8 can carry, got the lone surrogate {printable(found.group())}"
+    located = _STEP_PLACE.fullmatch(place)
+    step, field = (located.group(1), located.group(2)) if located else (None, place)
+    raise ScenarioError(problem, step=step, field=printable(field) or None)
 
 
 class _DuplicateKey(ValueError):

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import NoReturn, cast
 
+from fake_servers._files import printable
 from fake_servers._limits import MAX_HEADER_BYTES, MAX_SECONDS
 
 __all__ = [
@@ -68,7 +69,8 @@ class ScenarioError(ValueError):
         place = ".".join(part for part in (self.step, self.field) if part)
         if self.line is not None and not place:
             place = f"line {self.line}"
-        return ": ".join(part for part in (self.file, place, self.problem) if part)
+        # escaped: a key or a parser's quote of the file may hold a NUL or a U+202E
+        return printable(": ".join(part for part in (self.file, place, self.problem) if part))
 
     def located(
         self, *, file: str | None = None, step: str | None = None, parent: str | None = None
@@ -85,11 +87,13 @@ class ScenarioError(ValueError):
 
 
 def show(value: object) -> str:
-    """A short rendering of a rejected value, in the files' (JSON) spelling."""
+    """A short rendering of a rejected value, in the files' (JSON) spelling; characters
+    that are not printable (a NUL, U+202E) escaped, so a message shows what is there."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    text = printable(text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

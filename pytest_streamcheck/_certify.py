@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fake_servers._files import FileRefused, read_bytes_limited
 from pytest_streamcheck import __version__
 from pytest_streamcheck._badge import badge_label, badge_svg
 
@@ -319,13 +320,12 @@ class Unreadable(ValueError):
 def _read_bytes(path: Path) -> bytes:
     """A bundle file's bytes, at most MAX_BYTES of them, from a regular file only: a FIFO
     or a device (whose size says nothing) would never end."""
-    if path.exists() and not path.is_file():
-        raise Unreadable("not a regular file")
-    with path.open("rb") as stream:
-        data = stream.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise Unreadable(f"larger than {MAX_BYTES} bytes")
-    return data
+    if not path.exists():
+        raise FileNotFoundError(path)  # a missing file is its own finding, as before
+    try:
+        return read_bytes_limited(path, MAX_BYTES, "bytes per bundle file")
+    except FileRefused as refused:
+        raise Unreadable(str(refused)) from None
 
 
 def _parse_json(data: bytes) -> Any:

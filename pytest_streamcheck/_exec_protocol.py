@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from typing import Any, Final, Literal, cast, get_args
+from typing import Any, Final, Literal, get_args
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
-from conformance._case import CAPABILITIES, Capability, JsonBody, MultipartBody
+from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink, check_capabilities
+from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ERROR_KINDS, ErrorKind
 
 __all__ = [
@@ -129,11 +129,15 @@ def check_event(event: object) -> dict[str, Any]:
 
 
 def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInfo, list[str]]:
-    """The client's identity from its ``hello`` reply, and the capabilities it named
-    that protocol v1 does not know (ignored, so a newer client still runs).
+    """The client's identity from its ``hello`` reply.
+
+    The list is always empty: it once held the capabilities the kit did not know,
+    which are now refused (a typo would drop a capability unseen, and the cases that
+    need it would end UNSUPPORTED with nothing said). Kept for its callers.
 
     Raises:
-        ProtocolError: a wrong protocol version or a malformed field.
+        ProtocolError: a wrong protocol version, a malformed field, or an unknown
+            capability (named, with the ones protocol v1 knows).
     """
     if reply.get("protocol") != PROTOCOL_VERSION:
         raise ProtocolError(
@@ -147,9 +151,11 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
     named = reply.get("capabilities", [])
     if not isinstance(named, list) or not all(isinstance(c, str) for c in named):
         raise ProtocolError(f"hello.capabilities must be a list of strings, got {named!r}")
-    known = frozenset(cast(Capability, c) for c in named if c in CAPABILITIES)
-    unknown = [c for c in named if c not in CAPABILITIES]
-    return AdapterInfo(name, version, known, profile, wire_format), unknown
+    try:
+        capabilities = check_capabilities(named, "hello.capabilities")
+    except ValueError as exc:
+        raise ProtocolError(str(exc)) from None
+    return AdapterInfo(name, version, capabilities, profile, wire_format), []
 
 
 def probes_lag(reply: Mapping[str, Any]) -> bool:

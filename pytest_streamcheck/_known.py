@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["KnownFailures", "parse_known_failures"]
+from fake_servers._files import FileRefused, read_text_limited, shown_path
+
+__all__ = ["MAX_KNOWN_FAILURES_BYTES", "KnownFailures", "parse_known_failures"]
+
+MAX_KNOWN_FAILURES_BYTES = 1024 * 1024  # a line per case of the catalog is some 20 KiB
 
 
 @dataclass(frozen=True)
@@ -32,21 +36,31 @@ def parse_known_failures(path: Path | None, catalog: Sequence[str] = ()) -> Know
     if path is None:
         return KnownFailures()
     entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    where = shown_path(path)
+    for number, line in enumerate(_read(path).splitlines(), start=1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         pattern, _, reason = line.partition(" ")
         if not reason.strip():
             raise pytest.UsageError(
-                f"{path}:{number}: a known failure needs a reason after the case id: {line!r}"
+                f"{where}:{number}: a known failure needs a reason after the case id: {line!r}"
             )
         if not pattern.startswith("SC-"):
-            raise pytest.UsageError(f"{path}:{number}: {pattern!r} is not a case id or glob")
+            raise pytest.UsageError(f"{where}:{number}: {pattern!r} is not a case id or glob")
         if catalog and not any(fnmatch.fnmatchcase(c, pattern) for c in catalog):
-            raise pytest.UsageError(f"{path}:{number}: {_no_case(pattern, catalog)}")
+            raise pytest.UsageError(f"{where}:{number}: {_no_case(pattern, catalog)}")
         entries.append((pattern, reason.strip()))
     return KnownFailures(tuple(entries))
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_text_limited(path, MAX_KNOWN_FAILURES_BYTES, "bytes per known-failures file")
+    except FileRefused as exc:
+        raise pytest.UsageError(
+            f"--streamcheck-known-failures: {shown_path(path)}: {exc}"
+        ) from None
 
 
 def _no_case(pattern: str, catalog: Sequence[str]) -> str:

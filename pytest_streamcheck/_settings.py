@@ -157,8 +157,10 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         target=target,
         profiles=_profiles(_value(config, "--streamcheck-profile", "streamcheck_profile")),
         timing=_timing(_value(config, "--streamcheck-timing", "streamcheck_timing")),
-        report=_path(_value(config, "--streamcheck-report", "streamcheck_report")),
-        html=_path(_value(config, "--streamcheck-html", "streamcheck_html")),
+        report=report_path(config),
+        html=_output(
+            _value(config, "--streamcheck-html", "streamcheck_html"), "--streamcheck-html"
+        ),
         strict=_bool(_value(config, "--streamcheck-strict", "streamcheck_strict")),
         known_failures=_existing(
             _value(config, "--streamcheck-known-failures", "streamcheck_known_failures")
@@ -171,7 +173,11 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         ),
         verdicts=verdicts_enabled(config),
         lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes"), config),
-        certify=_path(_value(config, "--streamcheck-certify", "streamcheck_certify")),
+        certify=_output(
+            _value(config, "--streamcheck-certify", "streamcheck_certify"),
+            "--streamcheck-certify",
+            directory=True,
+        ),
         wire_format=_wire_format(_value(config, "--streamcheck-format", "streamcheck_format")),
         hello_timeout=_optional_positive(
             _value(config, "--streamcheck-hello-timeout", "streamcheck_hello_timeout"),
@@ -197,8 +203,9 @@ def verdicts_enabled(config: pytest.Config) -> bool:
 
 
 def report_path(config: pytest.Config) -> Path | None:
-    """The --streamcheck-report path, with or without --streamcheck."""
-    return _path(_value(config, "--streamcheck-report", "streamcheck_report"))
+    """The --streamcheck-report path, with or without --streamcheck, checked writable."""
+    raw = _value(config, "--streamcheck-report", "streamcheck_report")
+    return _output(raw, "--streamcheck-report")
 
 
 def _profiles(raw: str | None) -> tuple[Profile, ...] | None:
@@ -231,30 +238,59 @@ def _bool(raw: str | None) -> bool:
     return (raw or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _path(raw: str | None) -> Path | None:
-    return Path(raw) if raw else None
+def _output(raw: str | None, option: str, *, directory: bool = False) -> Path | None:
+    """An output path checked before the first case: found at the run's end, a file in
+    its way would cost the whole run."""
+    if not raw:
+        return None
+    from fake_servers._files import FileRefused, check_output_path, shown_path
+
+    path = Path(raw)
+    try:
+        check_output_path(path, directory=directory)
+    except FileRefused as exc:
+        raise pytest.UsageError(f"{option}: {shown_path(raw)}: {exc}") from None
+    return path
 
 
 def _existing(raw: str | None) -> Path | None:
     if not raw:
         return None
-    path = Path(raw)
-    if not path.is_file():
-        raise pytest.UsageError(f"--streamcheck-known-failures: no such file: {raw}")
-    return path
+    from fake_servers._files import FileRefused, check_regular_file, shown_path
+
+    try:
+        check_regular_file(raw)
+    except FileRefused as exc:
+        raise pytest.UsageError(f"--streamcheck-known-failures: {shown_path(raw)}: {exc}") from None
+    return Path(raw)
 
 
 def _seed(raw: str | None) -> int:
-    raw = raw or os.environ.get(SEED_ENV)
-    if raw is None:
+    """The run's seed: the option's, else the controller's (an xdist worker), else new.
+    Checked here, once: a seed the scenarios refuse would be an ERROR for every case."""
+    from fake_servers._limits import MAX_SEED
+
+    given = raw if raw is not None else os.environ.get(SEED_ENV)
+    option = "--streamcheck-seed" if raw is not None else SEED_ENV
+    if given is None:
         seed = random.SystemRandom().randrange(2**32)
     else:
         try:
-            seed = int(raw)
-        except ValueError:
-            raise pytest.UsageError(f"--streamcheck-seed: {raw!r} is not an integer") from None
+            seed = int(given)
+        except ValueError:  # not a number, or over 4300 digits
+            seed = -1
+        if not 0 <= seed <= MAX_SEED:
+            raise pytest.UsageError(
+                f"{option}: expected an integer 0..{MAX_SEED}, got {_shown(given)}"
+            )
     os.environ[SEED_ENV] = str(seed)  # xdist workers inherit it: one seed per run
     return seed
+
+
+def _shown(raw: str) -> str:
+    """A user's value in a message: quoted and escaped (repr), and cut short."""
+    text = repr(raw)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _lanes(raw: str | None, config: pytest.Config) -> int:

@@ -172,19 +172,24 @@ def test_parse_event_skips_blank_lines_and_reads_events() -> None:
     assert parse_event(b'{"type": "done", "stream": "s1"}\n') == {"type": "done", "stream": "s1"}
 
 
-def test_parse_hello_checks_the_version_and_keeps_known_capabilities() -> None:
-    """A wrong protocol is refused; unknown capabilities are set aside, not fatal."""
-    info, unknown = parse_hello(
-        {"protocol": 1, "name": "c", "capabilities": ["get", "teleport"]}, "argv0"
-    )
+def test_parse_hello_checks_the_version_and_refuses_unknown_capabilities() -> None:
+    """A wrong protocol is refused; so is an unknown capability, named with the known ones
+    (set aside, a typo would leave its cases UNSUPPORTED with nothing said)."""
+    info, unknown = parse_hello({"protocol": 1, "name": "c", "capabilities": ["get"]}, "argv0")
     assert (info.name, info.version, info.capabilities, unknown) == (
         "c",
         "unknown",
         frozenset({"get"}),
-        ["teleport"],
+        [],
     )
     with pytest.raises(ProtocolError, match="protocol 2"):
         parse_hello({"protocol": 2}, "argv0")
+    with pytest.raises(ProtocolError) as caught:
+        parse_hello({"protocol": 1, "capabilities": ["get", "stal"]}, "argv0")
+    assert str(caught.value) == (
+        "hello.capabilities: unknown capability 'stal' (did you mean 'stall'?); "
+        f"the known ones: {', '.join(CAPABILITIES)}"
+    )
 
 
 def test_info_before_the_handshake_is_a_clear_error() -> None:

@@ -8,10 +8,13 @@ file descriptor is left behind (threads: the autouse check in conftest.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,8 +23,11 @@ from typing import Any
 
 import httpx
 import pytest
+from plugin_targets._pytester import PLAIN, prepare, suite
 
-from conformance._profiles import Profile, ProfileError, load_profile
+from conformance._adapter import AdapterInfo
+from conformance._case import CAPABILITIES
+from conformance._profiles import MAX_PROFILE_BYTES, Profile, ProfileError, load_profile
 from conformance.reference import (
     BackoffConfig,
     BreakerConfig,
@@ -39,9 +45,11 @@ from fake_servers import (
     load_scenario,
     parse_scenario,
     rate_limited,
+    raw,
     respond,
     stream,
 )
+from fake_servers._files import printable
 from fake_servers._limits import (
     BODY_TIMEOUT,
     MAX_DEPTH,
@@ -55,8 +63,10 @@ from fake_servers._limits import (
     MAX_SCENARIO_BYTES,
     MAX_SCRIPTED_BODY_BYTES,
     MAX_SECONDS,
+    MAX_SEED,
     MAX_STEPS,
 )
+from pytest_streamcheck._known import MAX_KNOWN_FAILURES_BYTES, parse_known_failures
 
 WAIT = 10.0
 FAST = 1.0  # what "at once" means for a refusal, on a shared 2-core machine
@@ -535,3 +545,425 @@ def test_the_docs_state_every_limit() -> None:
     assert f"nested {MAX_DEPTH} tables/arrays deep" in fake_servers_md
     assert f"{MAX_JSON_DEPTH} levels" in fake_servers_md
     assert f"{BODY_TIMEOUT:g} s from the request's arrival" in fake_servers_md
+
+
+# -- a user's files: read within the limit whatever they are, before any case runs --------
+
+SERVE = (sys.executable, "-m", "fake_servers", "serve")
+ENDLESS = Path("/proc/self/pagemap")  # a regular file whose stat says 0 bytes, and is huge
+
+
+@contextlib.contextmanager
+def unblocked_after(fifo: Path, seconds: float = WAIT) -> Iterator[None]:
+    """Let a reader blocked opening ``fifo`` go after ``seconds`` (a writer opens and
+    closes it), so a regression fails the test instead of hanging it."""
+    done = threading.Event()
+
+    def release() -> None:
+        if not done.wait(seconds):
+            with contextlib.suppress(OSError):  # ENXIO: no reader is waiting
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    watchdog = threading.Thread(target=release)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watchdog.join()
+
+
+def hostile_file(tmp_path: Path, kind: str, name: str) -> Path:
+    """A path named ``name`` (its suffix picks the loader's format) that is ``kind``."""
+    path = tmp_path / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(ENDLESS if kind == "endless" else Path("/dev/zero"))
+    return path
+
+
+def _load(loader: str, path: Path) -> str:
+    """The message ``loader`` refuses ``path`` with; it must refuse at once."""
+    errors = (ScenarioError, ProfileError, pytest.UsageError)
+    load = {"scenario": load_scenario, "profile": load_profile}.get(loader, parse_known_failures)
+    started = time.monotonic()
+    with unblocked_after(path), pytest.raises(errors) as caught:
+        load(path)
+    assert time.monotonic() - started < FAST
+    return str(caught.value)
+
+
+LOADERS = {  # loader -> (its limit, the unit its message counts, how it names the file)
+    "scenario": (MAX_SCENARIO_BYTES, "bytes per scenario file", "{path}: "),
+    "profile": (MAX_PROFILE_BYTES, "bytes per profile file", "{path}: "),
+    "known-failures": (
+        MAX_KNOWN_FAILURES_BYTES,
+        "bytes per known-failures file",
+        "--streamcheck-known-failures: {path}: ",
+    ),
+}
+
+
+@pytest.mark.parametrize("loader", list(LOADERS))
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [
+        ("device", "is a character device, not a regular file"),
+        ("fifo", "is a FIFO (named pipe), not a regular file"),
+        ("directory", "is a directory, not a regular file"),
+        ("endless", "holds more than the limit of {limit} {unit}"),
+    ],
+)
+def test_a_device_fifo_or_endless_file_is_refused_by_every_loader(
+    tmp_path: Path, loader: str, kind: str, problem: str, no_leaked_fds: None
+) -> None:
+    """/dev/zero (stat size 0) once grew a serve process to 7.3 GB and a profile to a
+    MemoryError; a FIFO with no writer blocks an open(). Each is refused at once, and a
+    regular file that reads on past its stat size is read to the limit and no further."""
+    limit, unit, prefix = LOADERS[loader]
+    path = hostile_file(tmp_path, kind, "input.toml")
+    message = _load(loader, path)
+    assert message == prefix.format(path=path) + problem.format(limit=limit, unit=unit)
+
+
+def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SERVE, *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("scenario", "problem"),
+    [
+        ("/dev/zero", 'unknown file type ""; expected .toml or .json'),
+        ("zero.json", "is a character device, not a regular file"),
+        ("fifo.toml", "is a FIFO (named pipe), not a regular file"),
+        (
+            "endless.json",
+            f"holds more than the limit of {MAX_SCENARIO_BYTES} bytes per scenario file",
+        ),
+    ],
+)
+def test_serve_refuses_a_device_or_fifo_scenario_at_once(
+    tmp_path: Path, scenario: str, problem: str
+) -> None:
+    """The issue's command, ``serve --scenario /dev/zero``, and its kin: exit 2 with the
+    reason, in the time a Python start takes; no server is started."""
+    hostile_file(tmp_path, "device", "zero.json")
+    hostile_file(tmp_path, "fifo", "fifo.toml")
+    hostile_file(tmp_path, "endless", "endless.json")
+    with unblocked_after(tmp_path / "fifo.toml", 30.0):
+        result = _serve("--scenario", scenario, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == f"fake-servers: {scenario}: {problem}\n"
+    assert result.stdout == ""
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """An isolated directory for inner pytest runs of the suite (in-process)."""
+    return prepare(pytester, monkeypatch)
+
+
+def usage_error(pytester: pytest.Pytester, *args: str) -> str:
+    """The stderr of a run that must stop at once as a usage error, before any case."""
+    result, took = timed(lambda: pytester.runpytest(*PLAIN, *args))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert "collected" not in result.stdout.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert took < WAIT
+    return str(result.stderr.str())
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "endless"])
+def test_a_device_or_fifo_profile_is_a_usage_error(inner: pytest.Pytester, kind: str) -> None:
+    """``--streamcheck-profile`` on /dev/zero was an INTERNALERROR (MemoryError)."""
+    path = hostile_file(inner.path, kind, "claim.toml")
+    with unblocked_after(path):
+        stderr = usage_error(inner, "--streamcheck=reference", f"--streamcheck-profile={path}")
+    assert f"--streamcheck-profile: {path}: " in stderr
+    assert ("regular file" if kind != "endless" else "bytes per profile file") in stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_device_or_fifo_known_failures_file_is_a_usage_error(
+    inner: pytest.Pytester, kind: str
+) -> None:
+    """Checked with the other options, before the target loads: not "no such file"."""
+    path = hostile_file(inner.path, kind, "known.txt")
+    with unblocked_after(path):
+        stderr = usage_error(
+            inner, "--streamcheck=reference", f"--streamcheck-known-failures={path}"
+        )
+    assert f"--streamcheck-known-failures: {path}: is a " in stderr
+    assert "not a regular file" in stderr
+
+
+def test_a_profile_cannot_start_from_a_file_that_names_itself(tmp_path: Path) -> None:
+    """``base`` names a built-in profile: a file there could name itself (once a
+    RecursionError traceback), and would be read relative to the working folder."""
+    path = tmp_path / "loop.toml"
+    path.write_text(f'name = "loop"\nbase = "{path}"\n')
+    with pytest.raises(ProfileError) as caught:
+        load_profile(path)
+    assert str(caught.value).startswith(
+        f"{path}: base: expected a built-in profile, got '{path}'; valid: "
+    )
+
+
+# -- the seed and the output paths: usage errors before the first case -------------------
+
+
+@pytest.mark.parametrize("value", ["-1", str(2**63), "1e3", "9" * 5000, "seven"])
+def test_a_seed_out_of_range_is_one_usage_error(inner: pytest.Pytester, value: str) -> None:
+    """``--streamcheck-seed=-1`` was a traceback ERROR per case (the scenarios refuse a
+    negative seed); now it is one usage error naming the option, the range and the value."""
+    stderr = usage_error(inner, "--streamcheck=reference", f"--streamcheck-seed={value}")
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    assert f"--streamcheck-seed: expected an integer 0..{MAX_SEED}, got {shown}" in stderr
+
+
+def test_a_bad_seed_from_the_environment_names_the_variable(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller hands its seed to xdist workers in STREAMCHECK_SEED; a bad one set
+    by hand is named as the variable, not as an option the user never gave."""
+    monkeypatch.setenv("STREAMCHECK_SEED", "-5")
+    stderr = usage_error(inner, "--streamcheck=reference")
+    assert f"STREAMCHECK_SEED: expected an integer 0..{MAX_SEED}, got '-5'" in stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "problem"),
+    [
+        (
+            "--streamcheck-certify",
+            "existing.txt",
+            "already exists and is a file, not a directory",
+        ),
+        ("--streamcheck-report", "existing.txt/r.json", "existing.txt is a file, not a folder"),
+        ("--streamcheck-report", "existing.txt/a/b/r.json", "existing.txt is a file, not a"),
+        ("--streamcheck-html", "existing.txt/r.html", "existing.txt is a file, not a folder"),
+        ("--streamcheck-report", "folder", "already exists and is a directory, not a file"),
+        ("--streamcheck-html", "fifo", "already exists and is a FIFO (named pipe), not a file"),
+        ("--streamcheck-certify", "existing.txt/cert", "existing.txt is a file, not a folder"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_a_usage_error_before_the_run(
+    inner: pytest.Pytester, option: str, value: str, problem: str
+) -> None:
+    """Found only after the whole run, these were FileExistsError tracebacks (the
+    reports lost); now the run does not start, and the message names option and path."""
+    (inner.path / "existing.txt").write_text("x")
+    (inner.path / "folder").mkdir()
+    os.mkfifo(inner.path / "fifo")
+    stderr = usage_error(inner, "--streamcheck=reference", f"{option}={value}")
+    assert f"{option}: {value}: {problem}" in stderr
+
+
+def test_the_report_path_is_checked_without_streamcheck_too(inner: pytest.Pytester) -> None:
+    """--streamcheck-verdicts writes the report of an llm_server run: the same check."""
+    (inner.path / "existing.txt").write_text("x")
+    stderr = usage_error(inner, "--streamcheck-verdicts", "--streamcheck-report=existing.txt/r")
+    assert "--streamcheck-report: existing.txt/r: existing.txt is a file, not a folder" in stderr
+
+
+def test_serve_checks_the_ledger_path_before_serving(tmp_path: Path) -> None:
+    """The ledger is written at exit: a file in its way would lose a whole session."""
+    (tmp_path / "existing.txt").write_text("x")
+    result = _serve("--ledger-json", "existing.txt/ledger.json", cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        "argument --ledger-json: existing.txt/ledger.json: existing.txt is a file, "
+        "not a folder to write in" in result.stderr
+    )
+    assert result.stdout == ""  # no server was started
+
+
+# -- text that cannot be sent, and paths that would hide what they say -------------------
+
+
+@pytest.mark.parametrize(
+    ("tree", "place"),
+    [
+        ({"path": "/a", "step": [{"kind": "respond", "body": "ok \ud800"}]}, "step[0].body"),
+        (
+            {"path": "/a", "step": [{"kind": "respond", "body": {"x": ["\udfff"]}}]},
+            "step[0].body.x[0]",
+        ),
+        ({"path": "/a", "step": [{"kind": "stream", "\ud800": 1}]}, "step[0].\\ud800"),
+        ({"path": "/a\ud800", "step": [{"kind": "respond"}]}, "path"),
+    ],
+    ids=["body", "body-table", "key", "path"],
+)
+def test_a_lone_surrogate_is_refused_where_the_scenario_is_made(
+    tree: dict[str, Any], place: str
+) -> None:
+    """JSON's "\\ud800" decodes to a string UTF-8 cannot carry: it was a UnicodeEncodeError
+    traceback when sent (or printed in serve's listing). The loader names the field."""
+    error = refused(json.dumps({"endpoint": [tree]}), "json")
+    surrogate = "\\ud800" if "\udfff" not in json.dumps(tree, ensure_ascii=False) else "\\udfff"
+    assert str(error) == (
+        f"s.json: endpoint[0].{place}: expected text UTF-8 can carry, "
+        f"got the lone surrogate {surrogate}"
+    )
+
+
+def test_toml_refuses_a_surrogate_escape_itself() -> None:
+    """TOML allows no surrogate escape: its parser's error, as a ScenarioError."""
+    assert "not valid TOML" in str(refused(toml_step(kind="respond", body="\ud800")))
+
+
+def test_serve_refuses_a_lone_surrogate_without_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(
+        '{"endpoint": [{"path": "/a", "step": [{"kind": "respond", "body": "\\ud800"}]}]}'
+    )
+    result = _serve("--scenario", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"fake-servers: {path}: endpoint[0].step[0].body: expected text UTF-8 can carry, "
+        "got the lone surrogate \\ud800\n"
+    )
+
+
+HIDING = "\x1b[2Jevil\u202elmot.toml"  # a terminal escape and a right-to-left override
+HIDING_SHOWN = "\\x1b[2Jevil\\u202elmot.toml"
+
+
+def test_printable_escapes_what_a_terminal_would_act_on() -> None:
+    """NUL, escapes, bidi controls and undecodable bytes (surrogateescape) come out as
+    repr spells them; printable text, accents and symbols included, stays as it is."""
+    assert printable("caf\u00e9 \u2603 /a b") == "caf\u00e9 \u2603 /a b"
+    assert printable("a\x00b\u202ec\u2066d\udcffe\n") == "a\\x00b\\u202ec\\u2066d\\udcffe\\n"
+
+
+def test_a_scenario_key_that_would_reorder_the_terminal_is_shown_escaped() -> None:
+    """A ScenarioError escapes all it shows: the file, the field (a user's key), the value."""
+    step = {"kind": "respond", "status\u202e": 200}
+    error = refused(json.dumps({"endpoint": [{"path": "/a", "step": [step]}]}), "json")
+    assert str(error).startswith("s.json: endpoint[0].step[0].status\\u202e: unknown key")
+    assert "\u202e" not in str(error)
+
+
+def test_each_loader_shows_a_path_escaped(tmp_path: Path) -> None:
+    """A file named to reorder or clear the terminal is named escaped by every loader."""
+    path = tmp_path / HIDING
+    path.write_text("= not valid")
+    shown = f"{tmp_path}/{HIDING_SHOWN}"
+    with pytest.raises(ScenarioError) as scenario_error:
+        load_scenario(path)
+    with pytest.raises(ProfileError) as profile_error:
+        load_profile(path)
+    with pytest.raises(pytest.UsageError) as known_error:
+        parse_known_failures(path)
+    assert str(scenario_error.value).startswith(f"{shown}: line 1: not valid TOML")
+    assert str(profile_error.value).startswith(f"{shown}: cannot read profile")
+    assert str(known_error.value).startswith(f"{shown}:1: ")
+
+
+@pytest.mark.parametrize("loader", list(LOADERS))
+def test_a_nul_in_a_path_is_a_clear_error_not_a_value_error(loader: str) -> None:
+    """open() raises ValueError for a NUL, which no loader caught: a traceback."""
+    message = _load(loader, Path("a\x00b.toml"))
+    assert "a\\x00b.toml: cannot read the file: its path holds a NUL character" in message
+    assert "\x00" not in message
+
+
+def test_the_options_show_a_path_escaped(inner: pytest.Pytester) -> None:
+    """An output or known-failures path is echoed escaped in the usage error."""
+    (inner.path / "existing.txt").write_text("x")
+    stderr = usage_error(inner, "--streamcheck=reference", f"--streamcheck-known-failures={HIDING}")
+    assert f"--streamcheck-known-failures: {HIDING_SHOWN}: cannot read the file" in stderr
+    stderr = usage_error(
+        inner, "--streamcheck=reference", f"--streamcheck-report=existing.txt/{HIDING}"
+    )
+    assert f"--streamcheck-report: existing.txt/{HIDING_SHOWN}: existing.txt is a" in stderr
+    assert "\u202e" not in stderr
+    assert "\x1b" not in stderr
+
+
+def test_serve_shows_a_scenario_path_escaped(tmp_path: Path) -> None:
+    result = _serve("--scenario", HIDING, cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"fake-servers: {HIDING_SHOWN}: cannot read the file: No such file or directory\n"
+    )
+
+
+# -- capabilities: an unknown one is refused, naming it and the known ones -----------------
+
+
+def test_an_unknown_capability_in_adapter_info_is_refused() -> None:
+    """Accepted silently, a typo left the cases that need the capability UNSUPPORTED."""
+    known = ", ".join(CAPABILITIES)
+    with pytest.raises(ValueError, match="unknown capability") as caught:
+        AdapterInfo(name="x", capabilities=frozenset({"get", "stal"}))  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "AdapterInfo.capabilities: unknown capability 'stal' (did you mean 'stall'?); "
+        f"the known ones: {known}"
+    )
+    with pytest.raises(ValueError, match=r"expected a set of capability names, got 'get'"):
+        AdapterInfo(name="x", capabilities="get")  # type: ignore[arg-type]
+    as_tuple = AdapterInfo(name="x", capabilities=("get", "post"))  # type: ignore[arg-type]
+    assert as_tuple.capabilities == frozenset({"get", "post"})
+
+
+BAD_CAPABILITY_TARGET = """
+from conformance._adapter import AdapterInfo
+
+class Adapter:
+    def __init__(self):
+        self.info = AdapterInfo(name="typo", capabilities=frozenset({"get", "teleport"}))
+
+def streamcheck_adapter():
+    return Adapter()
+"""
+
+BAD_CAPABILITY_CLIENT = """
+import json, sys
+for line in sys.stdin:
+    if json.loads(line)["cmd"] == "hello":
+        hello = {"type": "hello", "protocol": 1, "capabilities": ["get", "teleport"]}
+        print(json.dumps(hello), flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["python", "exec"])
+def test_an_unknown_capability_is_one_clear_error_for_the_run(
+    inner: pytest.Pytester, kind: str
+) -> None:
+    """A Python adapter's AdapterInfo and an exec client's hello alike: the client does
+    not start, and the first ERROR names the capability and the known ones."""
+    if kind == "python":
+        inner.makepyfile(bad_capability=BAD_CAPABILITY_TARGET)
+        inner.syspathinsert()
+        target = "bad_capability"
+    else:
+        inner.makepyfile(bad_client=BAD_CAPABILITY_CLIENT)
+        target = f"exec:{sys.executable} bad_client.py"
+    result, took = timed(lambda: inner.runpytest(*suite(target, "SC-RETRY-1", "SC-RETRY-3")))
+    assert took < WAIT * 3
+    result.assert_outcomes(errors=2)
+    output = result.stdout.str()
+    assert "unknown capability 'teleport'" in output
+    assert f"the known ones: {', '.join(CAPABILITIES)}" in output
+    assert "the client did not start" in output  # the second case: one error per run
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (lambda: respond(body="half \ud800"), "body"),
+        (lambda: raw(["data: \udfff\n\n"]), "pieces"),
+    ],
+)
+def test_a_builder_given_a_lone_surrogate_names_its_argument(make: Any, where: str) -> None:
+    """The Python builders refuse what UTF-8 cannot carry as the file loader does: a
+    ScenarioError naming the argument, not a UnicodeEncodeError from deep inside."""
+    with pytest.raises(ScenarioError, match=rf"^{where}: expected text UTF-8 can carry"):
+        make()

@@ -164,7 +164,11 @@ BAD: list[tuple[str, str, str]] = [
         "or a .toml/.json file",
     ),
     ("streamcheck", "no.such.module", "valid targets: reference, exec:COMMAND, "),
-    ("streamcheck_seed", "x", "--streamcheck-seed: 'x' is not an integer"),
+    (
+        "streamcheck_seed",
+        "x",
+        "--streamcheck-seed: expected an integer 0..9223372036854775807, got 'x'",
+    ),
     ("streamcheck_timeout", "-1", "expected a positive number of seconds, got '-1'"),
     ("streamcheck_timeout", "nan", "expected a positive number of seconds, got 'nan'"),
     ("streamcheck_timeout", "inf", "expected a positive number of seconds, got 'inf'"),
@@ -193,7 +197,11 @@ BAD: list[tuple[str, str, str]] = [
         "no-reason.txt",
         "no-reason.txt:2: a known failure needs a reason",
     ),
-    ("streamcheck_known_failures", "missing.txt", "no such file: missing.txt"),
+    (
+        "streamcheck_known_failures",
+        "missing.txt",
+        "--streamcheck-known-failures: missing.txt: cannot read the file: No such file",
+    ),
 ]
 
 
