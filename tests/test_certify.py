@@ -353,4 +353,7 @@ def test_a_manifest_that_is_a_fifo_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "manifest.json")
     result = verify(tmp_path)
     assert not result.intact
-    assert "FAIL manifest.json: cannot be read: is a FIFO (named pipe), not a regular file" in "\n".join(result.lines())
+    assert (
+        "FAIL manifest.json: cannot be read: is a FIFO (named pipe), not a regular file"
+        in "\n".join(result.lines())
+    )
