@@ -3,9 +3,11 @@ into it, each with a hard time limit.
 
 A client that blocks its loop cannot hang the suite: the calling thread waits with a
 hard time limit, watching a heartbeat the loop runs, and raises ``HarnessError`` (the
-case is an ERROR) or, for a loop that runs no callback at all, ``LoopBlocked``: the kit
-cannot take that thread back, so it is abandoned (``AdapterHost.abandon``), a daemon
-that does not keep the run from ending.
+case is an ERROR), ``Unresponsive`` for a command (configure, reset) left unanswered,
+or, for a loop that runs no callback at all, ``LoopBlocked``: the kit cannot take that
+thread back, so it is abandoned (``AdapterHost.abandon``), a daemon that does not keep
+the run from ending. An ``aclose()`` that raises, hangs or blocks is never hidden:
+``close`` says why, within CLOSE_LIMIT (LOOP_BLOCK_LIMIT for a blocked loop).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from conformance._adapter import ClientAdapter, HostsLibraryClients, Startable
-from conformance._result import HarnessError, LoopBlocked
+from conformance._result import HarnessError, LoopBlocked, Unresponsive
 from fake_servers import Ledger
 from fake_servers._noise import LagProbe, Source
 from fake_servers._virtual import VirtualLoop, kit_calls
@@ -139,18 +141,30 @@ class AdapterHost:
         else:
             self._loop_lag.stop()
 
-    def close(self) -> None:
-        """Close the adapter (within CLOSE_LIMIT), then stop its loop; idempotent."""
+    def close(self) -> str | None:
+        """Close the adapter (within CLOSE_LIMIT), then stop its loop; idempotent.
+
+        Returns why its ``aclose()`` failed (it raised, did not return in time, or blocked
+        the loop, which is then abandoned), or None: the caller reports it.
+        """
         try:
-            self._close_adapter()
+            failure = self._close_adapter()
         finally:
             self._stop_loop()
+        return failure
 
-    def _close_adapter(self) -> None:
-        if self._open and self._loop is not None:
-            self._open = False
-            with contextlib.suppress(HarnessError):
-                self.call(self.adapter.aclose(), CLOSE_LIMIT, "closing the adapter")
+    def _close_adapter(self) -> str | None:
+        if not self._open or self._loop is None:
+            return None
+        self._open = False
+        try:
+            self.call(_aclose(self.adapter), CLOSE_LIMIT, "closing (adapter.aclose())")
+        except LoopBlocked as exc:  # never join a blocked loop's thread: leave it
+            self.abandon()
+            return str(exc)
+        except HarnessError as exc:
+            return str(exc)
+        return None
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -180,21 +194,33 @@ class AdapterHost:
 
     def command(self, coro: Coroutine[Any, Any, T], doing: str, takes: float = 0.0) -> T:
         """An adapter command (configure, reset) within COMMAND_LIMIT, or COMMAND_MARGIN
-        beyond what the adapter says it ``takes`` by its own limits, if that is longer."""
-        return self.call(coro, max(COMMAND_LIMIT, takes + COMMAND_MARGIN), doing)
+        beyond what the adapter says it ``takes`` by its own limits, if that is longer.
 
-    def call(self, coro: Coroutine[Any, Any, T], timeout: float, doing: str) -> T:
+        Raises:
+            Unresponsive: it did not finish in time (the client stopped answering).
+        """
+        limit = max(COMMAND_LIMIT, takes + COMMAND_MARGIN)
+        return self.call(coro, limit, doing, late=Unresponsive)
+
+    def call(
+        self,
+        coro: Coroutine[Any, Any, T],
+        timeout: float,
+        doing: str,
+        *,
+        late: type[HarnessError] = HarnessError,
+    ) -> T:
         """Run ``coro`` on the loop within ``timeout`` seconds; ``doing`` names it in errors.
 
         Raises:
-            HarnessError: it raised, or did not finish in time.
+            HarnessError: it raised, or did not finish in time (then as ``late``).
             LoopBlocked: the loop ran no callback for LOOP_BLOCK_LIMIT meanwhile.
         """
         assert self._loop is not None
         self._loop.kit_threads.add(threading.get_ident())  # a runner's thread: the kit's
         with kit_calls():  # the kit's own call: the loop's guard does not count it
             future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        self._wait(future, timeout, doing)
+        self._wait(future, timeout, doing, late)
         try:
             return future.result()
         except HarnessError:
@@ -202,9 +228,11 @@ class AdapterHost:
         except Exception as exc:
             raise HarnessError(f"{doing} failed: {type(exc).__name__}: {exc}") from exc
 
-    def _wait(self, future: Future[T], timeout: float, doing: str) -> None:
-        """Wait for ``future`` until it is done, the time limit passes, or the loop is
-        seen blocked (then at once: a blocked loop never finishes anything)."""
+    def _wait(
+        self, future: Future[T], timeout: float, doing: str, late: type[HarnessError]
+    ) -> None:
+        """Wait for ``future`` until it is done, the time limit passes (``late``), or the
+        loop is seen blocked (then at once: a blocked loop never finishes anything)."""
         deadline = time.monotonic() + timeout
         while not future.done():
             left = deadline - time.monotonic()
@@ -212,7 +240,7 @@ class AdapterHost:
                 future.cancel()
                 if self._loop_blocked():
                     raise self._blocked(doing)
-                raise HarnessError(f"the adapter did not finish {doing} within {timeout:.1f}s")
+                raise late(f"the adapter did not finish {doing} within {timeout:.1f}s")
             concurrent.futures.wait([future], timeout=min(WATCH_SLICE, left))
             if not future.done() and self._heartbeat.silent_for() >= LOOP_BLOCK_LIMIT:
                 future.cancel()
@@ -237,6 +265,14 @@ class AdapterHost:
             "left behind as a daemon thread, which does not keep the run from ending, and "
             "every remaining case is ERROR at once"
         )
+
+
+async def _aclose(adapter: ClientAdapter) -> None:
+    """``adapter.aclose()``; whatever it raises names it (a HarnessError of its own too)."""
+    try:
+        await adapter.aclose()
+    except Exception as exc:
+        raise HarnessError(f"adapter.aclose() raised {type(exc).__name__}: {exc}") from exc
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

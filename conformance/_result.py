@@ -23,6 +23,7 @@ __all__ = [
     "Rejudged",
     "RunSettings",
     "SkipKind",
+    "Unresponsive",
     "verdict_of",
 ]
 
@@ -45,6 +46,9 @@ class RunSettings(TypedDict, total=False):
     seed: int
     case_timeout: float
     wire_format: str | None
+    # Where each runner adds why its adapter's aclose() failed as it closed (the run's
+    # end): shared by the run's runners, reported once by whoever ran them.
+    close_failures: list[str]
 
 
 class HarnessError(Exception):
@@ -53,6 +57,11 @@ class HarnessError(Exception):
 
 class LoopBlocked(HarnessError):
     """The adapter blocked its event loop; the kit cannot take that thread back."""
+
+
+class Unresponsive(HarnessError):
+    """The client stopped answering the kit's commands (``configure``, ``reset``, or its
+    stdin): the run gives up on it instead of waiting out the same limit every case."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,9 @@ class CaseResult:
     factor: float = 1.0  # the scale the verdict was judged at, against the profile's timing
     rejudged: tuple[Rejudged, ...] = ()  # the undecidable tries before it
     skip: SkipKind | None = None  # why UNSUPPORTED
+    # Why the adapter's aclose() failed as the run ended, on the run's last case: an
+    # ERROR of its own (pytest: at the case's teardown), whatever the case's verdict.
+    teardown: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -91,6 +103,7 @@ class CaseResult:
             "timing": self.timing,
             "reason": self.reason,
             "skip": self.skip,
+            "teardown": self.teardown,
             "duration": round(self.duration, 4),
             "factor": self.factor,
             "rejudged": [r.to_json() for r in self.rejudged],

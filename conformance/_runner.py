@@ -4,10 +4,13 @@ A ``SuiteRunner`` owns one fake server, one fault proxy and one client (hosted o
 of its own: ``conformance._host``). For each case it picks the profile, says why a case
 is not played, plays the case (``conformance._context``) and judges it, re-judging an
 undecidable one as ``conformance.timing.Rejudging`` asks. A case the adapter breaks is
-an ERROR, and the next case gets a fresh loop and adapter. Two breakages end the run's cases at
-once instead (each later case is an ERROR saying why): a loop blocked by a synchronous
-call (the kit cannot take a thread back), and a client that cannot be started again
-after it broke. ``run_suite`` (``conformance._suite``) and the lanes build on this.
+an ERROR, and the next case gets a fresh loop and adapter. Three breakages end the run's cases
+at once instead (each later case is an ERROR saying why): a loop blocked by a synchronous
+call (the kit cannot take a thread back), a client that stopped answering the kit's
+commands (a fresh one would cost the same limit each case), and a client that cannot be
+started again after it broke. An adapter's ``aclose()`` that fails is never hidden: in
+the reason of the case whose error replaced it, or, as the run ends, in ``close_failures``.
+``run_suite`` (``conformance._suite``) and the lanes build on this.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from conformance._adapter import (
     AdapterInfo,
@@ -37,6 +40,7 @@ from conformance._result import (
     HarnessError,
     LoopBlocked,
     SkipKind,
+    Unresponsive,
     verdict_of,
 )
 from conformance.reference._config import ClientPolicy
@@ -56,9 +60,11 @@ from fake_servers import FakeServer, FaultProxy, Scenario, now
 __all__ = [
     "CASE_TIMEOUT",
     "DEFAULT_PROFILES",
+    "Breakage",
     "Gate",
     "Solo",
     "SuiteRunner",
+    "aclose_failed",
     "declared_profiles",
 ]
 
@@ -67,9 +73,22 @@ CASE_TIMEOUT = 60.0  # seconds one case may take before it is an ERROR
 # case at the seed's real numbers (a 90 s silence, a 60 s cooldown, a few times over),
 # and some seconds of wall time at the most (a jump costs well under a millisecond).
 VIRTUAL_LIMIT = 3600.0
+# The first case's reason, after a client stopped answering: why no later case waits.
+GAVE_UP = (
+    "The kit gives up on a client that stops answering its commands: every later case of "
+    "this run is an ERROR at once, instead of waiting out the same limit again"
+)
 # GET cases run under the first profile covering GET, POST cases the first covering POST.
 # The plugin's --streamcheck-profile default says the same (a kit test holds them equal).
 DEFAULT_PROFILES = ("seed-eventsource", "seed-fetch")
+
+
+@runtime_checkable
+class Breakage(Protocol):
+    """An adapter that knows when its client broke (``ExecAdapter``: the process exited)."""
+
+    async def breakage(self) -> str | None:
+        """Why the client can no longer be used, in full; None while it can."""
 
 
 class Gate(Protocol):
@@ -113,6 +132,7 @@ class SuiteRunner:
         gate: Gate | None = None,
         budget: RejudgeBudget | None = None,
         wire_format: str | None = None,
+        close_failures: list[str] | None = None,
     ) -> None:
         # None: the profile the client declares (AdapterInfo.profile), known once it starts
         self._asked = None if profiles is None else tuple(profiles)
@@ -129,9 +149,12 @@ class SuiteRunner:
         self._configured: ClientPolicy | None = None
         self._gate: Gate = gate if gate is not None else Solo()
         self._budget = budget if budget is not None else RejudgeBudget()
-        # Why no further case can be played (a blocked loop, a client that cannot be
-        # restarted): each later case is an ERROR with this reason, at once.
+        # Why no further case can be played (a blocked loop, a client that stopped
+        # answering or cannot be restarted): each later case is an ERROR with this
+        # reason, at once.
         self._unusable: str | None = None
+        # Why the adapter's aclose() failed as this runner closed (the caller's to report).
+        self.close_failures = close_failures if close_failures is not None else []
 
     @property
     def adapter(self) -> ClientAdapter:
@@ -186,17 +209,27 @@ class SuiteRunner:
                 raise HarnessError(f"{self.info.name} declares {exc}") from None
 
     def close(self) -> None:
-        """Stop the adapter, its loop, the proxy and the server; idempotent."""
+        """Stop the adapter, its loop, the proxy and the server; idempotent. Why the
+        adapter's aclose() failed, if it did, goes to ``close_failures``."""
         if self._shares_loop():  # the server and the proxy first, while their loop runs
             try:
                 self._stop_services()
             finally:
-                self._host.close()
+                self._close_host()
             return
         try:
-            self._host.close()
+            self._close_host()
         finally:
             self._stop_services()
+
+    def _close_host(self) -> None:
+        failure = self._host.close()
+        if failure is not None:
+            self.close_failures.append(f"{self._name()}: {failure}")
+
+    def _name(self) -> str:
+        info = getattr(self, "info", None)  # unset if the adapter never started
+        return info.name if info is not None else "the adapter"
 
     def _shares_loop(self) -> bool:
         return self._host.loop is not None and self.server.hosted_on is self._host.loop
@@ -446,9 +479,10 @@ class SuiteRunner:
                 await asyncio.wait_for(case.play(ctx), limit)
             hung = ctx.hung()  # judged as the case ends, before its streams are closed
             if hung is not None:
-                raise HarnessError(hung)
+                raise HarnessError(await self._breakage() or hung)
         except TimeoutError:
-            raise HarnessError(f"case {case.id} passed its {limit:.3g}s time limit") from None
+            late = f"case {case.id} passed its {limit:.3g}s time limit"
+            raise HarnessError(await self._breakage() or late) from None
         except SetupFailed as exc:
             raise HarnessError(f"case {case.id} could not be set up: {exc}") from None
         finally:
@@ -471,6 +505,13 @@ class SuiteRunner:
             noise=noise,
         )
 
+    async def _breakage(self) -> str | None:
+        """The adapter's own account of why it broke (an exec client that exited, with its
+        exit code and stderr), if it knows one: truer than "hung" or "too late"."""
+        if not isinstance(self.adapter, Breakage):
+            return None
+        return await self.adapter.breakage()
+
     def _diagnostics(self) -> str:
         """What the adapter can tell about its client (the exec adapter: stderr)."""
         if not isinstance(self.adapter, Diagnostics):
@@ -482,34 +523,42 @@ class SuiteRunner:
 
     def _after_error(self, case: Case, error: HarnessError) -> str:
         """Recover from a case's harness error; the case's reason, which says too when
-        the kit could not recover (then every later case says so, at once)."""
+        the kit could not recover, or gave up (then every later case says so, at once)."""
         if isinstance(error, LoopBlocked):
             self._abandon(_not_run(case, "the adapter blocked its event loop in", BLOCKED))
             return str(error)
+        if isinstance(error, Unresponsive):  # the next client would cost the same wait
+            self._unusable = _not_run(case, "the client stopped answering in", _first(error))
+            return f"{error}\n{GAVE_UP}"
+        closing: list[str] = []  # the replaced adapter's aclose() failure, if any
         try:
-            self._recover()
+            self._recover(closing)
         except HarnessError as restart:
-            first = (str(restart).splitlines() or [""])[0]
-            reason = _not_run(case, "the client could not be restarted after", first)
+            reason = _not_run(case, "the client could not be restarted after", _first(restart))
             if isinstance(restart, LoopBlocked):
                 self._abandon(reason)
             else:
                 self._unusable = reason
                 self._host.close()  # the loop the failed start ran on; nothing else will
-            return f"{error}\nThe kit could not restart the client after this error: {restart}"
-        return str(error)
+            return (
+                f"{error}{_closing(closing)}\n"
+                f"The kit could not restart the client after this error: {restart}"
+            )
+        return f"{error}{_closing(closing)}"
 
-    def _recover(self) -> None:
+    def _recover(self, closing: list[str]) -> None:
         """After a harness error: a fresh loop and adapter, so the next case starts clean
-        (and, in virtual time, the server and the proxy with them, on the new loop)."""
-        if self._shares_loop():
+        (and, in virtual time, the server and the proxy with them, on the new loop).
+        Why the replaced adapter's aclose() failed, if it did, goes to ``closing``."""
+        shared = self._shares_loop()
+        if shared:
             self._stop_services()
-            self._host.close()
-            self._start_adapter()
-            self._start_services()
-            return
-        self._host.close()
+        failure = self._host.close()
+        if failure is not None:
+            closing.append(failure)
         self._start_adapter()
+        if shared:
+            self._start_services()
 
 
 def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:
@@ -535,6 +584,20 @@ def _escaped(name: str, escapes: Sequence[object]) -> str:
         "anyio sleeps and sockets). Fix the client, or drop AdapterInfo.virtual_time and "
         "run it with --streamcheck-timing=real (or test)"
     )
+
+
+def aclose_failed(failures: Sequence[str]) -> str:
+    """The ERROR of a run whose adapters' aclose() failed as it ended (``close_failures``)."""
+    return "adapter aclose failed as the run ended: " + "\n".join(failures)
+
+
+def _first(error: HarnessError) -> str:
+    return (str(error).splitlines() or [""])[0]
+
+
+def _closing(failures: Sequence[str]) -> str:
+    """A case's note that closing its adapter, to replace it, failed too."""
+    return "".join(f"\nClosing the adapter after this error failed too: {f}" for f in failures)
 
 
 def _not_run(case: Case, what: str, why: str) -> str:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from conformance._adapter import ClientAdapter
 from conformance._case import Case, all_cases
 from conformance._lanes import DEFAULT_LANES, Lanes
 from conformance._profiles import Profile, Timing, get_profile
 from conformance._result import CaseResult
-from conformance._runner import CASE_TIMEOUT
+from conformance._runner import CASE_TIMEOUT, aclose_failed
 
 __all__ = ["run_suite", "select_cases"]
 
@@ -52,7 +53,9 @@ def run_suite(
 
     Returns:
         One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,
-        NON-STRICT, UNSUPPORTED, ERROR or INCONCLUSIVE, as in the plugin.
+        NON-STRICT, UNSUPPORTED, ERROR or INCONCLUSIVE, as in the plugin. An adapter
+        whose ``aclose()`` failed as the run ended (raised, hung or blocked) is named in
+        the last result's ``teardown``, as the plugin reports it at that case's teardown.
 
     Raises:
         ValueError: An id or glob matches no case.
@@ -60,6 +63,7 @@ def run_suite(
     """
     profiles = None if profile is None else _profiles(profile)
     cases = select_cases(select)
+    closing: list[str] = []
     runner = Lanes(
         adapter_factory,
         profiles,
@@ -68,11 +72,15 @@ def run_suite(
         case_timeout=case_timeout,
         lanes=DEFAULT_LANES if lanes is None else lanes,
         wire_format=wire_format,
+        close_failures=closing,
     ).start()
     try:
-        return runner.run(cases)
+        results = runner.run(cases)
     finally:
         runner.close()
+    if not closing or not results:
+        return results
+    return (*results[:-1], replace(results[-1], teardown=aclose_failed(closing)))
 
 
 def _profiles(profile: str | Profile | Sequence[str | Profile]) -> list[Profile]:

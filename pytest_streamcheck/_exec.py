@@ -8,9 +8,12 @@ every ``HarnessError``.
 
 Any breach (a bad line, an exit, a command or stream left unanswered) ends the
 process: the kit cannot trust it any more, and the runner starts a fresh adapter
-for the next case. Whatever the process started goes with it: it runs in a session
-of its own, and stopping it kills its process group and every process that still
-carries its ``STREAMCHECK_EXEC_CLIENT`` mark (see ``_leftovers``).
+for the next case; after a command left unanswered (``Unresponsive``) it gives up on
+the client for the run instead. An exit is seen even while a process the client
+started holds its stdout open (``_watch_exit``), and reported as one, with its code.
+Whatever the process started goes with it: it runs in a session of its own, and
+stopping it kills its process group and every process that still carries its
+``STREAMCHECK_EXEC_CLIENT`` mark (see ``_leftovers``).
 
 The line format and the event vocabulary are checked by the pure functions of
 ``_exec_protocol`` (``parse_event``, ``parse_hello``, ``stream_command``), re-exported
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
-from conformance._result import HarnessError
+from conformance._result import HarnessError, Unresponsive
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import Source
@@ -67,10 +70,13 @@ __all__ = [
 ]
 
 LINE_LIMIT = 16 * 1024 * 1024  # bytes in one stdout line; a longer line is a protocol error
+COMMAND_TIMEOUT = 10.0  # seconds to answer configure/reset and to read a command (default)
 SHUTDOWN_GRACE = 2.0  # seconds a process gets to exit after ``shutdown`` (the protocol's 2 s)
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 EXIT_GRACE = 1.0  # after stdout closed: seconds to let the process exit on its own
 PIPE_GRACE = 1.0  # after the exit: seconds to read what is left in the pipes
+EOF_GRACE = 0.5  # after the exit: seconds its last stdout lines get before it is a breach
+EXIT_POLL = 0.1  # seconds between looks at whether the process has exited
 TAIL_IN_MESSAGES = 20  # stderr lines quoted in an error message
 QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
 # Set in the client's environment to a value of its own, and so inherited by every
@@ -120,7 +126,7 @@ class ExecAdapter(Peer):
         argv: Sequence[str],
         *,
         hello_timeout: float = HELLO_TIMEOUT,
-        command_timeout: float = 10.0,
+        command_timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         stream_timeout: float | None = None,
         stderr_lines: int = 200,
@@ -131,7 +137,7 @@ class ExecAdapter(Peer):
             argv: The command and its arguments (run without a shell).
             hello_timeout: Seconds the process has to answer ``hello``.
             command_timeout: Seconds it has to answer ``configure``/``reset`` and to
-                read a command from its stdin.
+                read a command from its stdin (None: ``COMMAND_TIMEOUT``).
             env: Variables set for the process on top of the kit's environment.
             stream_timeout: Seconds a stream may run before it must end; None (the
                 default) waits as long as the caller does (the runner's case limit).
@@ -141,7 +147,7 @@ class ExecAdapter(Peer):
             raise ValueError("ExecAdapter needs a command")
         self.argv = tuple(argv)
         self.hello_timeout = hello_timeout
-        self.command_timeout = command_timeout
+        self.command_timeout = COMMAND_TIMEOUT if command_timeout is None else command_timeout
         self.stream_timeout = stream_timeout
         self._env = {**os.environ, **env} if env is not None else None
         self._mark_value = f"{os.getpid()}-{secrets.token_hex(8)}"  # this adapter's alone
@@ -328,9 +334,11 @@ class ExecAdapter(Peer):
         assert proc.stdout is not None
         assert proc.stderr is not None
         loop = self._loop = asyncio.get_running_loop()
+        stdout = loop.create_task(self._read_stdout(proc.stdout), name=f"exec-stdout:{proc.pid}")
         self._readers = (
-            loop.create_task(self._read_stdout(proc.stdout), name=f"exec-stdout:{proc.pid}"),
+            stdout,
             loop.create_task(self._read_stderr(proc.stderr), name=f"exec-stderr:{proc.pid}"),
+            loop.create_task(self._watch_exit(proc, stdout), name=f"exec-exit:{proc.pid}"),
         )
         try:
             reply = await self._request(
@@ -361,7 +369,7 @@ class ExecAdapter(Peer):
                 return await waiter
         except TimeoutError:
             reason = f"did not answer `{command['cmd']}` within {timeout:.1f}s"
-            raise HarnessError(await self._fail(reason)) from None
+            raise Unresponsive(await self._fail(reason)) from None
         finally:
             with contextlib.suppress(ValueError):
                 self._replies[reply].remove(waiter)
@@ -382,7 +390,7 @@ class ExecAdapter(Peer):
                     await stdin.drain()
             except TimeoutError:
                 reason = f"did not read its stdin for {self.command_timeout:.1f}s"
-                raise HarnessError(await self._fail(reason)) from None
+                raise Unresponsive(await self._fail(reason)) from None
             except (BrokenPipeError, ConnectionResetError):
                 raise HarnessError(await self._fail(None)) from None
 
@@ -486,6 +494,30 @@ class ExecAdapter(Peer):
         flushed = self._lag_flushed
         if event.get("flushed") is True and flushed is not None and not flushed.done():
             flushed.set_result(None)
+
+    async def _watch_exit(
+        self, proc: asyncio.subprocess.Process, stdout: asyncio.Task[None]
+    ) -> None:
+        """An exit is a breach even when no EOF comes (a process the client started
+        holds its stdout open): without this, its streams would be reported as hung.
+        Its last lines get EOF_GRACE to arrive first."""
+        # Polled: asyncio has no event for the exit alone (proc.wait() also waits for
+        # every pipe to close, which is what a process holding stdout prevents).
+        while proc.returncode is None:  # noqa: ASYNC110
+            await asyncio.sleep(EXIT_POLL)
+        await asyncio.wait([stdout], timeout=EOF_GRACE)
+        if not self._closed:
+            self._trigger(None)
+
+    async def breakage(self) -> str | None:
+        """Why the process can no longer be used, in full (for an exit: its code and last
+        stderr lines); None while it can. An exit not yet reported counts at once."""
+        if self._failure is None:
+            proc = self._proc
+            if self._closed or proc is None or proc.returncode is None:
+                return None
+            self._trigger(None)
+        return await self._failure_message()
 
     async def _read_stderr(self, stderr: asyncio.StreamReader) -> None:
         partial = b""

@@ -1,9 +1,14 @@
 """One pytest item per case. The case runs in the item's setup, so a harness or
-adapter failure shows as a pytest ERROR, while the verdict decides the call phase."""
+adapter failure shows as a pytest ERROR, while the verdict decides the call phase.
+
+The adapters close after this process's last case is played, before its row is made:
+an ``aclose()`` that failed is that case's ``teardown`` in the report, and an ERROR at
+its teardown, as a failing session fixture's teardown is in pytest.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,7 @@ from pytest_streamcheck._select import SUITE, case_marks
 from pytest_streamcheck._session import StreamcheckSession
 
 __all__ = [
+    "LAST",
     "CaseFailed",
     "CaseItem",
     "CaseRepr",
@@ -35,6 +41,8 @@ INCONCLUSIVE_HEAD = (
 # stderr tail ends with what matters, the exception).
 ERROR_HEAD_ROWS, ERROR_TAIL_ROWS = 5, 20
 LINE_ATTR = "streamcheck_line"  # a CaseRepr's one line, on the report: it crosses xdist
+# On the item this process runs last (the plugin's pytest_runtest_protocol sets it).
+LAST: pytest.StashKey[bool] = pytest.StashKey()
 
 
 class Inconclusive(HarnessError):
@@ -62,6 +70,8 @@ class CaseItem(pytest.Item):
         except HarnessError as exc:  # the harness broke outside any case: an ERROR
             timing = self._state.settings.timing or "real"
             self.result = CaseResult(self.case, Verdict.ERROR, None, timing, reason=str(exc))
+        if self.stash.get(LAST, False):  # the run's end: its row carries how closing went
+            self.result = replace(self.result, teardown=self._state.close())
         self._state.record(self.result)
         # Properties for --junitxml; added before an ERROR is raised so it carries them too.
         self.user_properties += [
@@ -73,6 +83,11 @@ class CaseItem(pytest.Item):
             raise HarnessError(f"{self.case.id}: {self.result.reason}")
         if self.result.verdict is Verdict.INCONCLUSIVE:
             raise Inconclusive(f"{self.case.id}: {self.result.reason}")
+
+    def teardown(self) -> None:
+        """The adapters' aclose() failure, on the case they closed after: an ERROR."""
+        if self.result is not None and self.result.teardown:
+            raise HarnessError(f"{self.case.id}: {self.result.teardown}")
 
     def runtest(self) -> None:
         result = self.result

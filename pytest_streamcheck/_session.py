@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from conformance._adapter import AdapterInfo
 from conformance._case import Case, all_cases, catalog_key
 from conformance._lanes import Lanes
 from conformance._profiles import Profile, get_profile
 from conformance._result import CaseResult
-from conformance._runner import DEFAULT_PROFILES
+from conformance._runner import DEFAULT_PROFILES, aclose_failed
 from pytest_streamcheck._known import KnownFailures, parse_known_failures
 from pytest_streamcheck._settings import Settings
 from pytest_streamcheck._targets import load_target
@@ -31,8 +32,10 @@ class StreamcheckSession:
         self.selected: frozenset[str] | None = None  # ids named as streamcheck::ID
         self.keyword: str | None = None  # -k, -m: how the run chose its cases
         self.markexpr: str | None = None
+        # Why an adapter's aclose() failed as its lane closed; handed out once (close()).
+        self._closing: list[str] = []
         s = settings
-        self.lanes = Lanes(
+        self.lanes = _RunLanes(
             self.factory,
             s.profiles,
             timing=s.timing,
@@ -40,6 +43,7 @@ class StreamcheckSession:
             case_timeout=s.case_timeout,
             lanes=s.lanes,
             wire_format=s.wire_format,
+            close_failures=self._closing,
         )
 
     def result(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseResult:
@@ -67,5 +71,31 @@ class StreamcheckSession:
     def record(self, result: CaseResult) -> None:
         self.results.append(result)
 
-    def close(self) -> None:
+    def close(self) -> str:
+        """Stop the lanes, closing every adapter; idempotent. Returns the ERROR of the
+        adapters whose aclose() failed (raised, hung or blocked), once: the caller
+        reports it (the plugin, at the teardown of this process's last test); "" if none.
+        """
         self.lanes.close()
+        failures, self._closing[:] = list(self._closing), []
+        return aclose_failed(failures) if failures else ""
+
+
+class _RunLanes(Lanes):
+    """The run's lanes; what the client said of itself outlives ``close``, for the
+    reports written after it (the adapters close before the last case's row is made)."""
+
+    _kept_info: AdapterInfo | None = None
+    _kept_profiles: tuple[Profile, ...] | None = None
+
+    @property
+    def info(self) -> AdapterInfo | None:
+        return super().info or self._kept_info
+
+    @property
+    def profiles(self) -> tuple[Profile, ...] | None:
+        return super().profiles or self._kept_profiles
+
+    def close(self) -> None:
+        self._kept_info, self._kept_profiles = self.info, self.profiles
+        super().close()

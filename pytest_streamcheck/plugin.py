@@ -127,6 +127,50 @@ def pytest_collection_modifyitems(
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    # The adapters close as this process's last case ends (_items.CaseItem.setup), so
+    # that an aclose() failure is in its row and an ERROR at its teardown.
+    if STATE_KEY in item.config.stash:
+        from pytest_streamcheck._items import LAST
+
+        item.stash[LAST] = nextitem is None
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    # This process's last test (its teardown is where pytest ends session fixtures):
+    # the adapters close, if its own setup did not close them, and an aclose() failure
+    # is this test's ERROR at teardown instead of nothing at all.
+    state = item.config.stash.get(STATE_KEY, None)
+    try:
+        return (yield)
+    finally:
+        failed = state.close() if state is not None and nextitem is None else ""
+        if failed:
+            pytest.fail(failed, pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the reports are written
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A run stopped before its last test (-x, --maxfail, Ctrl-C) closes the adapters
+    # here: an aclose() failure is still said, and fails a run that would pass.
+    state = session.config.stash.get(STATE_KEY, None)
+    failed = state.close() if state is not None else ""
+    if not failed:
+        return
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(f"streamcheck: ERROR {failed}", red=True)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
@@ -137,8 +181,9 @@ def pytest_runtest_makereport(
 
     if not isinstance(item, CaseItem):
         return report
-    if call.when == "setup" and report.failed and call.excinfo:
-        # pytest renders setup errors as tracebacks; a case's ERROR has its own text.
+    if call.when != "call" and report.failed and call.excinfo:
+        # pytest renders setup and teardown errors as tracebacks; a case's ERROR (an
+        # adapter's failed aclose() at the last case's teardown too) has its own text.
         report.longrepr = item.repr_failure(call.excinfo)
     keep_line(report)  # the case's row goes on the report in _report.Reporter
     return report

@@ -1,5 +1,6 @@
-"""Hostile clients, end to end (issue 11): exec clients that crash, hang, print garbage,
-fork and never start, and Python adapters that hang or block their event loop.
+"""Hostile clients, end to end (issues 11 and 29): exec clients that crash, hang, print
+garbage, fork, never start, stop answering or exit behind a child that holds their stdout,
+and Python adapters that hang or block their event loop, or fail to close.
 
 Every run must end in bounded time, with a clear ERROR where the adapter broke (never a
 FAIL the client did not earn), a JSON report with one row per selected case, and nothing
@@ -26,6 +27,9 @@ import pytest
 from plugin_targets._pytester import PLAIN, prepare
 
 import conformance._host as host_module
+import pytest_streamcheck._exec as exec_module
+from conformance import Verdict
+from conformance._suite import run_suite
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 HELLO = 2.0  # the hello timeout these runs set (--streamcheck-hello-timeout; default 10 s)
@@ -33,6 +37,8 @@ HELLO = 2.0  # the hello timeout these runs set (--streamcheck-hello-timeout; de
 # below what each finding cost before its fix (noted at each test).
 QUICK = 12.0
 BLOCK_LIMIT = 10.0  # host_module.LOOP_BLOCK_LIMIT, which a subprocess run keeps
+COMMAND = 1.0  # the exec command limit these runs set (10 s; the host's, 15 s, twice it)
+CLOSE = 1.0  # the aclose() limit these runs set (host_module.CLOSE_LIMIT: 5 s)
 
 
 @pytest.fixture(autouse=True)
@@ -216,6 +222,80 @@ def test_a_client_that_never_says_hello_costs_one_hello_timeout(
     assert run.seconds < HELLO + QUICK, run.seconds
 
 
+# -- a client that stops answering: given up once per run ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        (exec_target("deaf_after_hello.py"), f"did not answer `configure` within {COMMAND:.1f}s"),
+        (
+            "sct_hostile:configure_hangs",
+            f"the adapter did not finish configuring the client within {2 * COMMAND:.1f}s",
+        ),
+    ],
+    ids=["exec-client-stops-reading", "python-configure-never-returns"],
+)
+def test_a_client_that_stops_answering_costs_one_command_timeout(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    no_leaks: None,
+    target: str,
+    error: str,
+) -> None:
+    """One command timeout for the run, as a client that never says hello costs one
+    hello timeout. Before, every case restarted the client, which said hello again and
+    then left ``configure`` unanswered: 10 s a case, 38 minutes for the catalog."""
+    monkeypatch.setattr(exec_module, "COMMAND_TIMEOUT", COMMAND)
+    # The host's limit stays above the exec adapter's, whose message has the client's stderr.
+    monkeypatch.setattr(host_module, "COMMAND_LIMIT", 2 * COMMAND)
+    monkeypatch.setattr(host_module, "COMMAND_MARGIN", 2 * COMMAND)
+    cases = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-13")
+    run = run_cases(pytester, target, *cases)
+    run.result.assert_outcomes(errors=3)
+    first = run.reason("SC-RETRY-1")
+    assert error in first, first
+    assert "every later case of this run is an ERROR at once" in first
+    given_up = "not run: the client stopped answering in SC-RETRY-1 (see its ERROR): "
+    for case in cases[1:]:
+        reason = run.reason(case)
+        assert reason.startswith(given_up), reason
+        assert error in reason, reason  # names the first failure
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert run.seconds < 2 * COMMAND + QUICK, run.seconds
+
+
+# -- a client that exited is reported as exited ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "eof_grace", [exec_module.EOF_GRACE, 30.0], ids=["seen-by-adapter", "seen-at-case-end"]
+)
+def test_a_client_that_exited_behind_a_child_is_reported_as_exited_not_hung(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, no_leaks: None, eof_grace: float
+) -> None:
+    """The client exits with code 7 on its first stream, leaving a child that holds its
+    stdout open, so no end of stdout comes. Before, each case read "the adapter hung on
+    stream 's1'", the exit only in the diagnostics under it. The adapter sees the exit
+    itself, or, with its grace for the last lines longer than the case, the runner asks
+    it as the case ends: the reason is the exit either way, with its code and stderr."""
+    monkeypatch.setattr(exec_module, "EOF_GRACE", eof_grace)
+    pidfile = pytester.path / "pids"
+    cases = ("SC-RETRY-1", "SC-RETRY-2")
+    run = run_cases(pytester, exec_target("exits_on_stream.py", str(pidfile)), *cases)
+    run.result.assert_outcomes(errors=2)
+    for case in cases:
+        reason = run.reason(case)
+        assert " exited with code 7 while the kit was waiting for stream 's1'" in reason, reason
+        assert "  | exits_on_stream: exiting on stream s1" in reason  # its last stderr lines
+        assert "hung" not in reason, reason
+    children = [int(pid) for pid in pidfile.read_text().split()]
+    assert len(children) == 2, run.output
+    settle(lambda: any(map(alive, children)))
+    assert [pid for pid in children if alive(pid)] == []
+    assert run.seconds < QUICK, run.seconds
+
+
 # -- crashes, garbage and a client that cannot be restarted -------------------------------------
 
 
@@ -327,6 +407,113 @@ def test_an_adapter_that_blocks_its_loop_costs_one_block_limit(
             "not run: the adapter blocked its event loop in SC-RETRY-1 (see its ERROR)"
         )
     assert run.seconds < QUICK, run.seconds
+
+
+# -- an adapter whose aclose() fails: an ERROR naming it ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        (
+            "sct_hostile:close_raises",
+            "sct-close-raises: adapter.aclose() raised RuntimeError: the connection pool was "
+            "already closed",
+        ),
+        (
+            "sct_hostile:close_hangs",
+            f"sct-close-hangs: the adapter did not finish closing (adapter.aclose()) within "
+            f"{CLOSE:.1f}s",
+        ),
+        (
+            "sct_hostile:close_blocks",
+            "sct-close-blocks: the adapter blocked its event loop: no callback ran on it for 2s "
+            "while closing (adapter.aclose())",
+        ),
+    ],
+    ids=["raises", "hangs", "blocks"],
+)
+def test_an_adapter_whose_aclose_fails_is_an_error_naming_it(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    no_leaks: None,
+    blocking_adapter: None,
+    target: str,
+    error: str,
+) -> None:
+    """Both cases pass, then aclose() raises, hangs or blocks its loop: an ERROR at the
+    last case's teardown (as a session fixture's failing teardown is in pytest), in its
+    JSON row, and a failed run, in bounded time. Before: exit 0 and nothing anywhere."""
+    monkeypatch.setattr(host_module, "CLOSE_LIMIT", CLOSE)
+    run = run_cases(pytester, target, "SC-RETRY-1", "SC-RETRY-2")
+    run.result.assert_outcomes(passed=2, errors=1)
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED
+    assert [run.row(c)["verdict"] for c in ("SC-RETRY-1", "SC-RETRY-2")] == ["PASS", "PASS"]
+    assert run.row("SC-RETRY-1")["teardown"] == ""
+    teardown = run.row("SC-RETRY-2")["teardown"]
+    assert teardown.startswith(f"adapter aclose failed as the run ended: {error}"), teardown
+    run.result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of *SC-RETRY-2*",
+            "ERROR (the harness or the adapter broke; not counted against the client)",
+            f"*adapter aclose failed as the run ended: {error}*",
+        ]
+    )
+    assert run.seconds < QUICK, run.seconds
+
+
+def test_an_aclose_failure_after_a_test_that_is_no_case_is_that_test_s_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """The adapters close as the process's last test ends, whatever it is: a plain test
+    moved after the cases gets the ERROR at its teardown."""
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    pytester.makeconftest(
+        "import pytest\n\n"
+        "@pytest.hookimpl(trylast=True)\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    items.sort(key=lambda item: item.name == 'test_plain')\n"
+    )
+    result = pytester.runpytest(
+        *PLAIN, "--streamcheck=sct_hostile:close_raises", "streamcheck::SC-RETRY-1", "test_plain.py"
+    )
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_plain*",
+            "*adapter aclose failed as the run ended: sct-close-raises: adapter.aclose() raised*",
+        ]
+    )
+
+
+def test_an_aclose_failure_of_a_run_stopped_early_is_still_said(
+    pytester: pytest.Pytester,
+) -> None:
+    """A run stopped before its last case (here after its first) closes the adapters
+    as the session ends, and still says that aclose() failed."""
+    pytester.makeconftest(
+        "def pytest_runtest_teardown(item):\n    item.session.shouldstop = 'stopped early'\n"
+    )
+    cases = ("streamcheck::SC-RETRY-1", "streamcheck::SC-RETRY-2")
+    result = pytester.runpytest(*PLAIN, "--streamcheck=sct_hostile:close_raises", *cases)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["streamcheck: ERROR adapter aclose failed as the run ended: sct-close-raises: *"]
+    )
+    assert result.ret != pytest.ExitCode.OK
+
+
+def test_run_suite_names_a_failed_aclose_on_its_last_result() -> None:
+    results = run_suite(
+        importlib.import_module("sct_hostile").close_raises, select=["SC-RETRY-1", "SC-RETRY-2"]
+    )
+    assert [r.verdict for r in results] == [Verdict.PASS, Verdict.PASS]
+    assert results[0].teardown == ""
+    assert results[-1].teardown.startswith(
+        "adapter aclose failed as the run ended: sct-close-raises: adapter.aclose() raised "
+        "RuntimeError"
+    )
+    assert results[-1].to_json()["teardown"] == results[-1].teardown
 
 
 def test_time_sleep_in_stream_still_lets_the_run_end(pytester: pytest.Pytester) -> None:

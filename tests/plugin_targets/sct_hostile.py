@@ -1,9 +1,11 @@
 """Hostile Python targets for tests/test_hostile_clients.py: adapters that hang in
-the ways a careless adapter does. None of them touches the network unless it says so."""
+the ways a careless adapter does. None of them touches the network unless it says so
+(the ones that fail to close are the reference client, which does)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 
@@ -12,8 +14,19 @@ import httpx
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import Capability
 from conformance.reference import ClientPolicy
+from pytest_streamcheck._reference import ReferenceAdapter
 
-__all__ = ["RELEASE", "blocks_loop", "mute", "never_returns", "sleeps_in_stream"]
+__all__ = [
+    "RELEASE",
+    "blocks_loop",
+    "close_blocks",
+    "close_hangs",
+    "close_raises",
+    "configure_hangs",
+    "mute",
+    "never_returns",
+    "sleeps_in_stream",
+]
 
 CAPABILITIES: frozenset[Capability] = frozenset({"get", "post", "configurable"})
 # Set by the test that used ``blocks_loop`` once it is over: the blocked loop thread
@@ -69,6 +82,13 @@ class Mute(_Quiet):
         await asyncio.Event().wait()
 
 
+class ConfigureHangs(_Quiet):
+    """``configure()`` awaits forever: an adapter that stops answering the kit."""
+
+    async def configure(self, policy: ClientPolicy) -> None:
+        await asyncio.Event().wait()
+
+
 class BlocksLoop(_Quiet):
     """``stream()`` makes a blocking call on the event loop's thread (until RELEASE)."""
 
@@ -92,9 +112,60 @@ def mute() -> Mute:
     return Mute("sct-mute")
 
 
+def configure_hangs() -> ConfigureHangs:
+    return ConfigureHangs("sct-configure-hangs")
+
+
 def blocks_loop() -> BlocksLoop:
     return BlocksLoop("sct-blocks-loop")
 
 
 def sleeps_in_stream() -> SleepsInStream:
     return SleepsInStream("sct-sleeps-in-stream")
+
+
+# -- adapters that pass their cases and then fail to close ------------------------------------
+
+
+class _ClosesBadly(ReferenceAdapter):
+    """The reference client, which passes; its aclose() closes it, then misbehaves."""
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.misbehave()
+
+    async def misbehave(self) -> None:
+        raise NotImplementedError
+
+
+class CloseRaises(_ClosesBadly):
+    async def misbehave(self) -> None:
+        raise RuntimeError("the connection pool was already closed")
+
+
+class CloseHangs(_ClosesBadly):
+    async def misbehave(self) -> None:
+        await asyncio.Event().wait()  # cancellation ends it
+
+
+class CloseBlocks(_ClosesBadly):
+    async def misbehave(self) -> None:
+        RELEASE.wait(BLOCK_CAP)  # a blocking call on the loop's thread (until RELEASE)
+
+
+def _named(cls: type[_ClosesBadly], name: str) -> _ClosesBadly:
+    adapter = cls()
+    adapter.info = dataclasses.replace(ReferenceAdapter.info, name=name)
+    return adapter
+
+
+def close_raises() -> _ClosesBadly:
+    return _named(CloseRaises, "sct-close-raises")
+
+
+def close_hangs() -> _ClosesBadly:
+    return _named(CloseHangs, "sct-close-hangs")
+
+
+def close_blocks() -> _ClosesBadly:
+    return _named(CloseBlocks, "sct-close-blocks")
