@@ -84,6 +84,9 @@ def coverage(
     applicable = [r for r in rows if _applies(r)]
     judged = sum(counts[v] for v in JUDGED)
     why = _why_not(len(rows), len(catalog), judged, skipped, counts, strict)
+    # An adapter that failed to close (the row of the case whose teardown closed it):
+    # the client broke, even if every case was judged before it did.
+    why += tuple(f"adapter close failed: {r['teardown']}"[:300] for r in rows if r.get("teardown"))
     return Coverage(
         total=len(catalog),
         selected=len(rows),

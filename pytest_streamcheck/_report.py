@@ -106,6 +106,11 @@ class Reporter:
         if not isinstance(item, CaseItem):
             return
         result = item.result
+        if result is not None and call.when == "setup":
+            # The setup waited for the case's lane (and, in a lane, for the cases ahead
+            # of it): its duration, as JUnit's time and --durations show it, is the
+            # case's own play instead.
+            report.duration = result.duration
         reported = getattr(item, "_streamcheck_reported", False)
         # Once per case: on its call, or on the setup that failed or skipped it.
         if result is not None and not reported and (call.when == "call" or not report.passed):

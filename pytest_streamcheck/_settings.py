@@ -100,6 +100,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "write a certification bundle into DIR: report.json, report.html, manifest.json, "
         "badge.svg (check it with python -m pytest_streamcheck verify DIR)",
     ),
+    (
+        "--streamcheck-inconclusive",
+        "streamcheck_inconclusive",
+        "what an INCONCLUSIVE case (real time: the measured noise hid the verdict) does to "
+        "the run: fail (default: a pytest error) or skip; the run is not conformant either way",
+    ),
 )
 FLAGS = ("--streamcheck-strict", "--streamcheck-verdicts")  # on/off options (ini: bool)
 # What --help shows as each valued option's argument.
@@ -116,9 +122,11 @@ METAVARS = {
     "--streamcheck-hello-timeout": "SECONDS",
     "--streamcheck-lanes": "N",
     "--streamcheck-certify": "DIR",
+    "--streamcheck-inconclusive": "fail|skip",
 }
 
 TIMINGS = ("auto", "virtual", "test", "real")
+INCONCLUSIVE_OUTCOMES = ("fail", "skip")
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,7 @@ class Settings:
     certify: Path | None = None  # --streamcheck-certify: the bundle's directory
     wire_format: str | None = None  # None: the client's declared one, else by path
     hello_timeout: float | None = None  # None: the adapters' own HELLO_TIMEOUT
+    inconclusive: str = "fail"  # what an INCONCLUSIVE case is to pytest: an error, or a skip
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -183,7 +192,19 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
             _value(config, "--streamcheck-hello-timeout", "streamcheck_hello_timeout"),
             "--streamcheck-hello-timeout",
         ),
+        inconclusive=_inconclusive(
+            _value(config, "--streamcheck-inconclusive", "streamcheck_inconclusive")
+        ),
     )
+
+
+def _inconclusive(raw: str | None) -> str:
+    if raw is None:
+        return "fail"
+    if raw not in INCONCLUSIVE_OUTCOMES:
+        valid = ", ".join(INCONCLUSIVE_OUTCOMES)
+        raise pytest.UsageError(f"--streamcheck-inconclusive: {raw!r} is not valid; valid: {valid}")
+    return raw
 
 
 def _wire_format(raw: str | None) -> str | None:

@@ -115,3 +115,13 @@ def test_the_json_form_names_every_figure() -> None:
     }
     assert {a["grade"] for a in data["areas"]} <= set(GRADES)
     assert set(data["skipped"]) <= set(SKIPS)
+
+
+def test_an_adapter_that_failed_to_close_is_not_conformant() -> None:
+    """Every case judged and passed, but the adapter's aclose failed as the run ended
+    (the last row's ``teardown``): the client broke, and the headline says how."""
+    rows = _all_pass()
+    rows[-1]["teardown"] = "adapter aclose failed as the run ended: boom"
+    got = coverage(rows, CATALOG)
+    assert not got.conformant
+    assert got.why_not == ("adapter close failed: adapter aclose failed as the run ended: boom",)

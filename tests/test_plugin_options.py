@@ -45,6 +45,7 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_certify": ("out/bundle", Path("out/bundle")),
     "streamcheck_format": ("anthropic", "anthropic"),
     "streamcheck_hello_timeout": ("1.5", 1.5),
+    "streamcheck_inconclusive": ("skip", "skip"),
 }
 FIELDS = {
     "streamcheck": "target",
@@ -61,6 +62,7 @@ FIELDS = {
     "streamcheck_certify": "certify",
     "streamcheck_format": "wire_format",
     "streamcheck_hello_timeout": "hello_timeout",
+    "streamcheck_inconclusive": "inconclusive",
 }
 
 

@@ -253,3 +253,24 @@ def test_the_report_records_the_selection_by_id(pytester: pytest.Pytester) -> No
         f"{report['coverage']['total'] - 2} of the catalog's {report['coverage']['total']} "
         "cases not selected"
     ]
+
+
+def test_a_junit_testcase_time_is_the_cases_own_duration(pytester: pytest.Pytester) -> None:
+    """In lanes, a case's item waits for its lane and for the cases ahead of it; JUnit's
+    ``time`` (and --durations) is the case's own play, as the JSON report's duration."""
+    cases = ("SC-STALL-1", "SC-RETRY-1", "SC-RETRY-2", "SC-COMMIT-5")  # the stall is slow
+    result = pytester.runpytest(
+        *suite("reference", *cases),
+        "--streamcheck-timing=test",
+        "--streamcheck-lanes=2",
+        "--streamcheck-report=r.json",
+        "--junitxml=j.xml",
+    )
+    result.assert_outcomes(passed=len(cases))
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    own = {c["id"]: c["duration"] for c in report["cases"]}
+    tree = ET.parse(pytester.path / "j.xml")
+    shown = {t.get("name"): float(t.get("time") or 0) for t in tree.iter("testcase")}
+    assert set(shown) == set(own)
+    # call and teardown add their own few milliseconds; a lane's wait would add seconds
+    assert all(abs(shown[c] - own[c]) < 0.05 for c in cases), (shown, own)
