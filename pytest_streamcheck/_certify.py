@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from fake_servers._files import FileRefused, read_bytes_limited
 from pytest_streamcheck import __version__
-from pytest_streamcheck._badge import badge_label, badge_svg
+from pytest_streamcheck.reports._badge import badge_label, badge_svg
 
 if TYPE_CHECKING:
-    from pytest_streamcheck._report import Reporter
     from pytest_streamcheck._session import StreamcheckSession
+    from pytest_streamcheck.reports._report import Reporter
 
 __all__ = [
     "FILES",
@@ -180,7 +180,7 @@ def build_manifest(
 
 def render_files(report: Mapping[str, Any]) -> dict[str, bytes]:
     """report.json, report.html and badge.svg for ``report``."""
-    from pytest_streamcheck._html import render_html
+    from pytest_streamcheck.reports._html import render_html
 
     return {
         "report.json": report_bytes(report),
@@ -213,7 +213,7 @@ class Certifier:
     def pytest_sessionfinish(self, session: Any) -> None:
         if hasattr(session.config, "workerinput"):
             return  # the controller writes the bundle, with every worker's cases
-        from pytest_streamcheck._report import build_report
+        from pytest_streamcheck.reports._report import build_report
 
         duration = time.time() - self.reporter.started
         report = build_report(self.reporter.rows, self.state, duration)
@@ -528,7 +528,7 @@ def _check_renderings(
                 f"not re-rendered (made by kit {made_by}, this is {__version__})",
             )
             return
-        from pytest_streamcheck._html import render_html
+        from pytest_streamcheck.reports._html import render_html
 
         ok = files["report.html"] == render_html(dict(report)).encode("utf-8")
         v.add(

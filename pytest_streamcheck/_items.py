@@ -17,9 +17,9 @@ from _pytest._code.code import TerminalRepr  # the type pytest's repr_failure re
 
 from conformance._case import Case, Verdict
 from conformance._result import CaseResult, HarnessError
-from pytest_streamcheck._render import cap, render_failure
 from pytest_streamcheck._select import SUITE, case_marks
 from pytest_streamcheck._session import StreamcheckSession
+from pytest_streamcheck.reports._render import cap, render_failure
 
 __all__ = [
     "LAST",

@@ -4,7 +4,7 @@ One fake server and one fault proxy serve the whole session; each test gets them
 reset (no endpoints, an empty ledger, the proxy online and clean) and an
 environment in which the official SDKs talk to the proxy with dummy keys. With
 ``--streamcheck-verdicts`` the test's verdict is left on its item for the reporter
-(``pytest_streamcheck._report``, the one writer of reports). This module is imported by
+(``pytest_streamcheck.reports._report``, the one writer of reports). This module is imported by
 the plugin only when the fixture is used; the kit is imported lazily.
 """
 

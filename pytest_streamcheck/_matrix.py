@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_streamcheck import __version__
-from pytest_streamcheck._badge import COLORS, badge_label, grade_of
+from pytest_streamcheck.reports._badge import COLORS, badge_label, grade_of
 
 __all__ = [
     "SCHEMA",
@@ -503,7 +503,7 @@ def render_markdown(matrix: Mapping[str, Any]) -> str:
     lines.append("|---|---|---|" + "---|" * len(columns))
     for area in matrix["areas"]:
         grades = " | ".join(
-            "not run" if g is None else f"**{g['grade']}** {g['judged']}/{g['applicable']}"
+            "not run" if g is None else f"**{g['grade']}** {g['judged']}/{g['applicable']} judged"
             for g in area["grades"]
         )
         lines.append(f"| **{_md(area['area'])}** | | | {grades} |")
@@ -541,7 +541,7 @@ def render_html(matrix: Mapping[str, Any]) -> str:
             if g is None
             else f"<td class='grade {GRADE_CLASSES.get(str(g['grade']), 'g-other')}'>"
             f"{_e(g['grade'])} "
-            f"<small>{_e(g['judged'])}/{_e(g['applicable'])}</small></td>"
+            f"<small>{_e(g['judged'])}/{_e(g['applicable'])} judged</small></td>"
             for g in area["grades"]
         )
         body.append(

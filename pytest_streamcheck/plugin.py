@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     verdicts = verdicts_enabled(config)
     if settings is None:
         if verdicts:  # the app verdicts of llm_server tests, without the suite
-            from pytest_streamcheck._report import Reporter
+            from pytest_streamcheck.reports._report import Reporter
 
             reporter = Reporter(None, verdicts=True, path=report_path(config))
             config.pluginmanager.register(reporter, "streamcheck-reporter")
@@ -54,9 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
         state = config.stash[STATE_KEY] = StreamcheckSession(settings)
     except TargetError as exc:
         raise pytest.UsageError(f"--streamcheck: {exc}") from None
-    from pytest_streamcheck._junit import JunitFields
-    from pytest_streamcheck._report import Reporter
     from pytest_streamcheck._select import marker_lines, take_case_args
+    from pytest_streamcheck.reports._junit import JunitFields
+    from pytest_streamcheck.reports._report import Reporter
 
     # Only in a streamcheck run: a host project's markers stay its own.
     for line in marker_lines(state.cases):

@@ -19,8 +19,8 @@ from plugin_targets._pytester import prepare, suite
 
 import pytest_streamcheck
 from pytest_streamcheck import _certify
-from pytest_streamcheck._badge import badge_label, badge_svg, grade_of
 from pytest_streamcheck._certify import catalog_fingerprint, verify, verify_main, write_bundle
+from pytest_streamcheck.reports._badge import badge_label, badge_svg, grade_of
 
 CASES = ("SC-RETRY-13", "SC-SSE-15")
 

@@ -25,7 +25,7 @@ import pytest
 from plugin_targets._pytester import PLAIN, SEED_ENV, only
 
 from conformance._case import all_cases
-from pytest_streamcheck._html import render_html
+from pytest_streamcheck.reports._html import render_html
 
 TESTS = Path(__file__).parent
 TARGET = "zoo:jitter_too_wide"
@@ -319,7 +319,7 @@ def test_a_failure_says_how_to_fix_it_and_its_command_reproduces_it(
 ) -> None:
     """The failing case's page shows the advice for its area and a command; that command,
     run as written, plays the one case again, with the run's seed, to the same FAIL."""
-    from pytest_streamcheck._render import reproduce_command
+    from pytest_streamcheck.reports._render import reproduce_command
 
     failing = next(c for c in run.report["cases"] if c["id"] == FAILING)
     command = reproduce_command(run.report, failing)

@@ -116,7 +116,7 @@ def test_cells_link_to_the_cases_anchor_in_each_clients_report(run: dict[str, An
     assert "id='SC-RETRY-13'" in page
     md = (out / "matrix.md").read_text(encoding="utf-8")
     assert "[FAIL](zoo_gives_up_at_once.html#SC-RETRY-13)" in md
-    assert "| **RETRY** | | | **partial** 2/2 | **failing** 2/2 | not run |" in md
+    assert "| **RETRY** | | | **partial** 2/2 judged | **failing** 2/2 judged | not run |" in md
     assert "CRASHED: exited with code 3" in md
     html = (out / "matrix.html").read_text(encoding="utf-8")
     assert "href='zoo_gives_up_at_once.html#SC-RETRY-13'" in html

@@ -15,8 +15,8 @@ from plugin_targets._pytester import PLAIN, prepare
 
 from conformance._runner import SuiteRunner
 from pytest_streamcheck._items import ERROR_HEAD
-from pytest_streamcheck._render import cap
 from pytest_streamcheck._settings import OPTIONS
+from pytest_streamcheck.reports._render import cap
 
 TESTS = Path(__file__).parent
 PIPELINE = "--streamcheck-profile=seed-pipeline"  # 3 attempts at most

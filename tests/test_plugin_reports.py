@@ -211,7 +211,7 @@ def test_the_llm_fixture_module_does_not_import_the_report_writer() -> None:
     """One writer of reports, imported one way: the fixture's module never loads it."""
     code = (
         "import sys, pytest_streamcheck._llm\n"
-        "assert 'pytest_streamcheck._report' not in sys.modules, 'import cycle is back'"
+        "assert 'pytest_streamcheck.reports._report' not in sys.modules, 'import cycle is back'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

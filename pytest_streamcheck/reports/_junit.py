@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_streamcheck._report import REPORT_ATTR
 from pytest_streamcheck._select import SUITE
+from pytest_streamcheck.reports._report import REPORT_ATTR
 
 __all__ = ["JunitFields"]
 

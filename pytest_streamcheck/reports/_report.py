@@ -23,7 +23,7 @@ from conformance._case import Verdict, catalog_key
 from conformance._coverage import Coverage, coverage
 from pytest_streamcheck import __version__
 from pytest_streamcheck._llm import VERDICT_ROW_KEY
-from pytest_streamcheck._render import KNOWN, VERDICTS, column_of, render_summary
+from pytest_streamcheck.reports._render import KNOWN, VERDICTS, column_of, render_summary
 
 if TYPE_CHECKING:
     from conformance._result import CaseResult
@@ -155,7 +155,7 @@ class Reporter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
         if html is not None:
-            from pytest_streamcheck._html import render_html
+            from pytest_streamcheck.reports._html import render_html
 
             html.parent.mkdir(parents=True, exist_ok=True)
             html.write_text(render_html(report), encoding="utf-8")

@@ -16,8 +16,8 @@ from typing import Any
 
 from conformance._coverage import coverage
 from conformance._verdict._rules import advice_for
-from pytest_streamcheck._figures import judged_figure, timeline
-from pytest_streamcheck._render import reproduce_command
+from pytest_streamcheck.reports._figures import judged_figure, timeline
+from pytest_streamcheck.reports._render import reproduce_command
 
 __all__ = ["render_html"]
 

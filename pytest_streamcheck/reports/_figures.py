@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_streamcheck._charts import (
+from pytest_streamcheck.reports._charts import (
     Bar,
     Count,
     Lane,
