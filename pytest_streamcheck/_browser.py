@@ -30,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._profiles import policy_to_dict
-from conformance._result import HarnessError
+from conformance._result import HarnessError, Unresponsive
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import PROBE_INTERVAL, Source
@@ -89,6 +89,7 @@ _SEND = """cmd => {
 # one another in Playwright's pipe, which delays no moment a case times, and as rows
 # they made the herd's statistics "too noisy" (p99 116 ms in one run).
 TIMED_COMMANDS = frozenset({"cancel"})
+SILENCE_ENDS_RUN = frozenset({"configure", "reset"})  # a page silent on these is given up
 # When the page first saw a network event of a kind after a page time (the kit's own
 # listener, added before any of the page's), or null after a timeout (ms).
 _SEEN = """([kind, since, timeout]) => window.__streamcheckLag.seen(kind, since, timeout)"""
@@ -666,7 +667,10 @@ class BrowserAdapter(Peer):
         except TimeoutError:
             reason = f"did not answer `{command['cmd']}` within {self.command_timeout:.1f}s"
             self._fail(reason)
-            raise HarnessError(self._failure or reason) from None
+            # A page silent on a command of the run's own (not a stream's) is given up
+            # for the run, as an exec client is: not one command limit per case.
+            error = Unresponsive if command["cmd"] in SILENCE_ENDS_RUN else HarnessError
+            raise error(self._failure or reason) from None
         finally:
             with contextlib.suppress(ValueError):
                 self._replies[reply].remove(waiter)

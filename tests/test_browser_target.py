@@ -424,3 +424,24 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def test_a_page_that_stops_answering_is_given_up_once_per_run() -> None:
+    """It says hello, then answers no command: its first case waits out one command
+    limit and is an ERROR saying so; the later cases are ERRORs at once, not one limit
+    apiece (issue 29: an exec client that did this cost 38 minutes a catalog)."""
+    need_chromium()
+    from conformance._case import Verdict
+    from conformance._suite import run_suite
+
+    started = time.monotonic()
+    results = run_suite(
+        lambda: BrowserAdapter(PAGES / "deaf.html", command_timeout=1.0),
+        select=["SC-RETRY-1", "SC-RETRY-3", "SC-RETRY-5"],
+        lanes=1,
+    )
+    took = time.monotonic() - started
+    assert [r.verdict for r in results] == [Verdict.ERROR] * 3
+    assert "did not answer `reset` within 1.0s" in results[0].reason  # no configure: no profile
+    assert all("stopped answering" in r.reason for r in results[1:]), [r.reason for r in results]
+    assert took < 20.0  # one limit, a browser's start and close; three limits and restarts: more
