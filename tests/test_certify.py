@@ -34,7 +34,10 @@ def bundle(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["streamcheck: certification bundle in cert (badge: partial 2/2 (2 of 208 selected))*"]
+        [
+            "streamcheck: certification bundle in cert"
+            " (badge: partial 2/2 judged (2 of 208 selected))*"
+        ]
     )
     return pytester.path / "cert"
 
@@ -89,7 +92,7 @@ def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Pat
     assert manifest["seed"] == 5
     assert {"python", "system", "machine"} <= set(manifest["platform"])
     assert manifest["selection"]["keyword"]  # the -k the run was given
-    assert manifest["coverage"]["grade"] == "partial 2/2 (2 of 208 selected)"
+    assert manifest["coverage"]["grade"] == "partial 2/2 judged (2 of 208 selected)"
     # virtual time: exact stamps, no noise measured (test timing's noise: below)
     assert (manifest["noise"]["cases_exact"], manifest["noise"]["cases_measured"]) == (2, 0)
     assert manifest["noise"]["loops"] == {}
@@ -100,7 +103,7 @@ def test_the_bundle_holds_the_report_its_page_a_badge_and_a_manifest(bundle: Pat
             "bytes": len(data),
         }
     assert [c["id"] for c in report["cases"]] == list(CASES)
-    assert "partial 2/2" in (bundle / "badge.svg").read_text(encoding="utf-8")
+    assert "partial 2/2 judged" in (bundle / "badge.svg").read_text(encoding="utf-8")
 
 
 def test_a_part_of_the_catalog_verifies_as_intact_but_not_complete(bundle: Path) -> None:
@@ -223,7 +226,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
                 "total": 206,
                 "areas": [{"grade": "partial"}],
             },
-            "partial 150/194",
+            "partial 150/194 judged",
             "partial",
         ),
         (
@@ -245,7 +248,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
                 "total": 206,
                 "areas": [{"grade": "undecided"}],
             },
-            "undecided 2/3",
+            "undecided 2/3 judged",
             "undecided",
         ),
     ],

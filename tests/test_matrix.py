@@ -83,7 +83,7 @@ def test_each_target_is_a_column_and_a_crash_says_so(run: dict[str, Any]) -> Non
     assert ref["client"] == {"name": "streamcheck-reference", "version": "0.1.0"}
     assert ref["profiles"] == ["seed-eventsource@1", "seed-fetch@1"]
     assert (ref["coverage"]["judged"], ref["coverage"]["applicable"]) == (4, 4)
-    assert ref["coverage"]["grade"] == "partial 4/4 (4 of 208 selected)"
+    assert ref["coverage"]["grade"] == "partial 4/4 judged (4 of 208 selected)"
     assert (
         "NOT conformant: 204 of the catalog's 208 cases not selected"
         in (ref["coverage"]["headline"])
@@ -265,7 +265,7 @@ def test_an_all_error_column_exits_1_and_says_why(relative: dict[str, Any]) -> N
     assert result.returncode == 1, result.stdout + result.stderr
     bad = matrix["columns"][1]
     assert bad["crashed"] is None  # it has a report: every case in it is an ERROR
-    assert bad["coverage"]["grade"].startswith("undecided 0/2")
+    assert bad["coverage"]["grade"].startswith("undecided 0/2 judged")
     assert bad["errored"].startswith("every case ERROR, none judged: exec client")
     assert "can't open file" in bad["errored"]  # what the client's own output said
     assert "missing.py" in bad["errored"]

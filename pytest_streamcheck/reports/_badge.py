@@ -40,11 +40,12 @@ def grade_of(coverage: Mapping[str, Any]) -> str:
 
 
 def badge_label(coverage: Mapping[str, Any]) -> str:
-    """The badge's right-hand text: the grade, with judged/applicable unless it is whole."""
+    """The badge's right-hand text: the grade, with judged/applicable unless it is whole
+    (``partial 150/194 judged``: the numbers count judged cases, not passes)."""
     grade = grade_of(coverage)
     if grade in ("conformant", "failing"):
         return grade
-    label = f"{grade} {coverage.get('judged', 0)}/{coverage.get('applicable', 0)}"
+    label = f"{grade} {coverage.get('judged', 0)}/{coverage.get('applicable', 0)} judged"
     selected, total = coverage.get("selected", 0), coverage.get("total", 0)
     if selected != total:  # judged/applicable counts only what was selected: say so
         label += f" ({selected} of {total} selected)"
