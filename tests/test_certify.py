@@ -50,7 +50,12 @@ def test_a_real_time_bundle_carries_the_measured_noise(
         *suite("reference", *CASES), "--streamcheck-timing=test", "--streamcheck-certify=cert"
     ).assert_outcomes(passed=2)
     manifest = _json(pytester.path / "cert" / "manifest.json")
-    assert (manifest["timing"]["mode"], manifest["noise"]["cases_measured"]) == ("test", 2)
+    report = _json(pytester.path / "cert" / "report.json")
+    # SC-SSE-15 plays for about 10 ms: on a loaded machine no probe may tick in it, and
+    # a case with no sample is not counted as measured.
+    sampled = sum(1 for c in report["cases"] if c.get("noise"))
+    assert manifest["timing"]["mode"] == "test"
+    assert manifest["noise"]["cases_measured"] == sampled >= 1
     assert set(manifest["noise"]["loops"]) == {"client", "proxy", "server"}
     assert manifest["noise"]["loops"]["server"]["worst_p99_case"] in CASES
 
