@@ -208,10 +208,14 @@ async def test_stalled_state_clears_when_data_flows_again(fake_server: FakeServe
 async def test_keepalive_comments_keep_a_stream_alive_under_idle_rule_bytes(
     fake_server: FakeServer,
 ) -> None:
-    """idle_rule "bytes": SSE comments count as life, so a long keepalive-only pause is kept."""
-    keepalive = Stall(after=1, seconds=0.6, keepalive=0.02)
+    """idle_rule "bytes": SSE comments count as life, so a long keepalive-only pause is kept.
+
+    Tolerance: a keepalive every 20 ms against a 1 s stall timeout; the loop may be
+    starved 0.98 s before a correct client fails (CI saw 0.3 s fail beside its suite),
+    and the 1.5 s pause still outlasts the timeout, so data alone would not keep it."""
+    keepalive = Stall(after=1, seconds=1.5, keepalive=0.02)
     fake_server.script("/s", Stream(events=3, stall=keepalive))
-    async with make_client(policy(stall_timeout=0.3, stall_check_interval=0.05)) as client:
+    async with make_client(policy(stall_timeout=1.0, stall_check_interval=0.05)) as client:
         events, error = await drain(client.stream(fake_server.url + "/s"))
     assert error is None
     assert len(events) == 3
