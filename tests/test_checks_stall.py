@@ -285,6 +285,22 @@ class TestAbandonedInWindow:
         assert not outcome.ok
         assert "client loop" in "\n".join(outcome.details)
 
+    def test_a_block_mid_silence_that_made_every_later_check_late_is_never_a_fail(self):
+        """The client loop stalled in the middle of the silence, not near its end: every
+        stall check after it runs late by the stall, so the close is as late (CI: 371 ms
+        past the window, a 316 ms stall mid-silence). Undecidable, never FAIL."""
+        due = 0.1 + T + EVERY / 2
+        a = attempt(events=[(1, 0.1)], ended=due + BLOCK)
+        outcome = abandoned_in_window(a, SHORT, blocked(0.1 + T / 3))
+        assert not failed(outcome)
+        assert outcome.undecidable
+
+    def test_a_close_far_past_a_mid_silence_block_still_fails(self):
+        """Load never excuses a client that sat through far more than the stall: the same
+        block mid-silence, a close a whole second late."""
+        a = attempt(events=[(1, 0.1)], ended=0.1 + T + EVERY + 1.0)
+        assert failed(abandoned_in_window(a, SHORT, blocked(0.1 + T / 3)))
+
     def test_an_early_close_fails_under_the_same_block(self):
         """Giving up at half the timeout fails decisively, blocked client loop or not: the
         server's stamps bound the silence from above."""
