@@ -56,7 +56,12 @@ def test_a_synchronous_sdk_adapter_probes_its_threads_while_a_case_plays() -> No
     adapter = ThreadedSyncAdapter()
     ledger = Ledger()
     adapter.measure_lag(ledger)
+    # At least 10 intervals, longer on a loaded machine (CI saw 2 ticks in 10): the
+    # probe's pace is the thread's, and the claim is that it probes, then stops.
     time.sleep(10 * PROBE_INTERVAL)
+    deadline = time.monotonic() + 5.0
+    while len(_lags(ledger)) < 3 and time.monotonic() < deadline:
+        time.sleep(PROBE_INTERVAL)
     adapter.measure_lag(None)
     time.sleep(3 * PROBE_INTERVAL)
     seen = len(_lags(ledger))
