@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -198,13 +199,17 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
     )
 
 
-def _inconclusive(raw: str | None) -> str:
-    if raw is None:
-        return "fail"
-    if raw not in INCONCLUSIVE_OUTCOMES:
-        valid = ", ".join(INCONCLUSIVE_OUTCOMES)
-        raise pytest.UsageError(f"--streamcheck-inconclusive: {raw!r} is not valid; valid: {valid}")
+def _choice(option: str, raw: str, valid: Sequence[str]) -> str:
+    """``raw`` if it is one of ``valid``, else a usage error naming ``option``."""
+    if raw not in valid:
+        raise pytest.UsageError(f"{option}: {raw!r} is not valid; valid: {', '.join(valid)}")
     return raw
+
+
+def _inconclusive(raw: str | None) -> str:
+    return (
+        "fail" if raw is None else _choice("--streamcheck-inconclusive", raw, INCONCLUSIVE_OUTCOMES)
+    )
 
 
 def _wire_format(raw: str | None) -> str | None:
@@ -212,10 +217,7 @@ def _wire_format(raw: str | None) -> str | None:
         return None
     from fake_servers import WIRE_FORMATS  # only when asked: the server is a heavy import
 
-    if raw not in WIRE_FORMATS:
-        valid = ", ".join(WIRE_FORMATS)
-        raise pytest.UsageError(f"--streamcheck-format: {raw!r} is not valid; valid: {valid}")
-    return raw
+    return _choice("--streamcheck-format", raw, WIRE_FORMATS)
 
 
 def verdicts_enabled(config: pytest.Config) -> bool:
