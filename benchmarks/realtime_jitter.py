@@ -111,6 +111,14 @@ def _play(make: type[ReferenceAdapter], seed: int, catalog: bool = False) -> lis
     return results
 
 
+def _detail(result: CaseResult) -> str:
+    """What the case expected and observed (or why it has no outcome)."""
+    if result.outcome is None:
+        return result.reason
+    noise = result.evidence.noise.headline() if result.evidence is not None else ""
+    return f"expected {result.outcome.expected}; observed {result.outcome.observed}; {noise}"
+
+
 def _connections(result: CaseResult) -> str:
     """The new connections' accepts against the arrivals, over the retries (as the ledger
     links them), and the harness lag the probes measured."""
@@ -177,12 +185,13 @@ def main() -> int:
                         if whole and result.case.id not in CASES:
                             if verdict not in ("PASS", "UNSUPPORTED"):
                                 print(f"run {run + 1} {name} {result.case.id}: {verdict}")
+                                if args.dump:
+                                    print(f"    {_detail(result)}", flush=True)
                             continue
                         note = f" x{result.factor:g}" if result.factor != 1 else ""
                         print(f"run {run + 1} {name} {result.case.id}: {verdict}{note}", flush=True)
                         if args.dump and verdict != wanted:
-                            observed = result.outcome.observed if result.outcome else result.reason
-                            print(f"    {observed}\n    {_connections(result)}", flush=True)
+                            print(f"    {_detail(result)}\n    {_connections(result)}", flush=True)
                     load.tick()
         finally:
             load.stop()

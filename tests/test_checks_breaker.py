@@ -204,12 +204,13 @@ class TestSingleProbe:
         assert not judge("SC-BREAKER-3", [*self.wave(), self.retry(0, 0.2)], [])
 
     def test_a_wave_that_arrived_late_counts_from_a_possible_connect_timeout(self) -> None:
-        """The first requests reached the server 0.3 s after the case began (a loaded
-        proxy): a connect begun at the start could have failed at its timeout (0.2 s)
-        and opened the breaker, so a probe a cooldown after that passes; one before it
-        still fails."""
+        """The first requests reached the server 0.1 s after the connect timeout (test
+        timing keeps the profile's 10 s): a connect begun at the start could have failed
+        at its timeout and opened the breaker, so a probe a cooldown after that passes;
+        one before it still fails."""
         timeout = policy_for("SC-BREAKER-3").connect_timeout
-        late = [attempt(f"{PATH}/w{i}", 0.3 + 0.001 * i, lasts=0.1) for i in range(10)]
+        assert timeout == 10.0
+        late = [attempt(f"{PATH}/w{i}", timeout + 0.1 + 0.001 * i, lasts=0.1) for i in range(10)]
         assert judge("SC-BREAKER-3", [*late, self.retry(3, timeout + self.cooldown + 0.01)], [])
         assert not judge("SC-BREAKER-3", [*late, self.retry(3, timeout + 0.1)], [])
 

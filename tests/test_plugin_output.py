@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_targets._pytester import PLAIN, prepare
+from plugin_targets._pytester import PLAIN, XDIST, prepare
 
 from conformance._runner import SuiteRunner
 from pytest_streamcheck._items import ERROR_HEAD
@@ -315,7 +315,7 @@ def test_under_xdist_ids_junit_and_short_lines_hold(
     monkeypatch.setenv("CI", "true")
     ids = ("streamcheck::SC-RETRY-1", "streamcheck::SC-RETRY-3", "streamcheck::SC-COMMIT-5")
     result = pytester.runpytest_subprocess(
-        *PLAIN, RETRIES_401, PIPELINE, *ids, "-n", "2", "--junitxml=j.xml"
+        *XDIST, RETRIES_401, PIPELINE, *ids, "-n", "2", "--junitxml=j.xml"
     )
     result.assert_outcomes(passed=2, failed=1)
     # The count is the server's: a loaded worker's third retry of the 401 may not have

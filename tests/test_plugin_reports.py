@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from plugin_targets._pytester import PLAIN, prepare, suite
+from plugin_targets._pytester import PLAIN, XDIST, only, prepare, suite
 
 import pytest_streamcheck
 
@@ -192,7 +192,13 @@ def test_under_xdist_the_controller_writes_one_merged_report(pytester: pytest.Py
     ids = ("SC-RETRY-1", "SC-RETRY-2", "SC-RETRY-3", "SC-COMMIT-5", "SC-RETRY-37")
     report_path = pytester.path / "report.json"
     result = pytester.runpytest_subprocess(
-        *suite("reference", *ids), "-n", "2", f"--streamcheck-report={report_path}"
+        *XDIST,
+        "--streamcheck=reference",
+        "-k",
+        only(*ids),
+        "-n",
+        "2",
+        f"--streamcheck-report={report_path}",
     )
     result.assert_outcomes(passed=5)
     assert sorted(p.name for p in pytester.path.glob("*.wrote")) == ["gw0.wrote", "gw1.wrote"]

@@ -100,3 +100,20 @@ def test_a_long_run_of_retries_never_overflows() -> None:
     delay = backoff_delay(seed, 5000, random.Random(1), None)
     assert seed.envelope(5000)[0] <= delay <= seed.envelope(5000)[1]
     assert BackoffConfig(caps=((1, math.inf),)).exponential(5000) == math.inf
+
+
+def test_test_timing_keeps_the_connect_timeout() -> None:
+    """Test timing scales every duration but the connect timeout: a connect to 127.0.0.1
+    is instant, so a scaled one (0.2 s) only ever fired under load, for the kit's sake."""
+    p = profile(0.02)
+    timed = p.at("test")
+    assert timed.connect_timeout == SEED_EVENTSOURCE.connect_timeout == 10.0
+    assert timed.backoff.base == pytest.approx(SEED_EVENTSOURCE.backoff.base * 0.02)
+    assert timed.stall_timeout == pytest.approx(SEED_EVENTSOURCE.stall_timeout * 0.02)
+    assert p.at("real") is p.at("virtual") is SEED_EVENTSOURCE
+
+
+def test_a_short_connect_timeout_is_not_under_the_floor() -> None:
+    """The floor judges what test timing scales: an unscaled connect timeout is not."""
+    quick = replace(SEED_EVENTSOURCE, connect_timeout=0.01)
+    assert profile(0.02, quick).at("test").connect_timeout == 0.01

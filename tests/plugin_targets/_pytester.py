@@ -15,7 +15,17 @@ import fake_servers
 import pytest_streamcheck
 from conformance._case import all_cases
 
-__all__ = ["CATALOG", "PLAIN", "SEED_ENV", "TARGETS", "only", "prepare", "suite", "write_ini"]
+__all__ = [
+    "CATALOG",
+    "PLAIN",
+    "SEED_ENV",
+    "TARGETS",
+    "XDIST",
+    "only",
+    "prepare",
+    "suite",
+    "write_ini",
+]
 
 TARGETS = Path(__file__).parent
 SEED_ENV = "STREAMCHECK_SEED"
@@ -44,9 +54,12 @@ _preload_the_kit()
 CATALOG: tuple[str, ...] = tuple(case.id for case in all_cases())
 # The inner runs' ini: pytest-asyncio warns (an error here) when this is unset.
 BASE_INI = ("asyncio_default_fixture_loop_scope = function",)
-# Arguments of every inner run. Hypothesis's plugin re-imports hypothesis in each
-# in-process run (0.7 s apiece); no inner run needs it.
-PLAIN = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+# Arguments of every inner run that spreads no workers (XDIST is for those that do).
+# Hypothesis's plugin re-imports hypothesis in each in-process run (0.7 s apiece); no
+# inner run needs it. Registering xdist's and anyio's hooks cost 33 ms of CPU a run
+# (of 440, measured over 8 in-process runs of one case), and the suite has hundreds.
+XDIST = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
+PLAIN = (*XDIST, "-p", "no:xdist", "-p", "no:xdist.looponfail")
 
 
 def write_ini(pytester: pytest.Pytester, **settings: str) -> None:
