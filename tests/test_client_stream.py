@@ -120,7 +120,9 @@ async def test_first_chunk_timeout_counts_data_not_bytes(fake_server: FakeServer
     async with make_client(policy(first_chunk_timeout=0.2)) as client:
         _, error = await drain(client.stream(fake_server.url + "/s"))
     assert error is None
-    slow, _ = fake_server.ledger.wait_finished(2.0, "/s")
+    # The answer may come on a third attempt: on a loaded machine (2 CPU burners beside
+    # the suite) the second one's first chunk once took over the 0.2 s too.
+    slow, *_ = fake_server.ledger.wait_finished(2.0, "/s")
     assert slow.end == "client_closed"
     assert slow.ended_at is not None
     assert slow.ended_at - slow.arrived_at <= 0.2 + SLACK
