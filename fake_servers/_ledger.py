@@ -171,6 +171,10 @@ class Connection:
     # connected, e.g. a blackhole): the server sees it as the peer of every request
     # forwarded on this connection (``Attempt.peer_port``, ``link_attempts``).
     upstream_port: int | None = None
+    # When the proxy read the first byte from the client (None: none yet). A pool can
+    # open a connection before it has a request for it, so the accept alone does not
+    # say when the client acted; its first byte up does (``Noise.sent_at``).
+    first_up_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -404,7 +408,7 @@ class ConnectionWriter(_Writer):
         self._ledger._set_upstream(self._key, port)
 
     def add_bytes(self, up: int = 0, down: int = 0) -> None:
-        self._ledger._add_bytes(self._key, up, down)
+        self._ledger._add_bytes(self._key, up, down, now() if up else None)
 
     def close(self, by: ConnectionEnd, at: float | None = None) -> None:
         self._ledger._close_connection(self._key, by, now() if at is None else at)
@@ -688,14 +692,15 @@ class Ledger:
             live.record = _changed(live.record, changes)
             self._changed()
 
-    def _add_bytes(self, key: int, up: int, down: int) -> None:
+    def _add_bytes(self, key: int, up: int, down: int, at: float | None = None) -> None:
         with self._cond:
             i = self._live_index(key)
             if i is None:
                 return
             c = self._store.connections[i]
+            first = c.first_up_at if c.first_up_at is not None else at
             self._store.connections[i] = replace(
-                c, bytes_up=c.bytes_up + up, bytes_down=c.bytes_down + down
+                c, bytes_up=c.bytes_up + up, bytes_down=c.bytes_down + down, first_up_at=first
             )
             # Byte counts change often and nobody waits on them: no notify.
 

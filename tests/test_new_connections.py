@@ -46,10 +46,28 @@ UP, DOWN = 200, 300  # bytes of a request, of an answer
 WAIT = 10.0  # deadline for the real-socket test's requests
 
 
-def conn(opened: float, closed: float | None = None, *, port: int, down: int = DOWN) -> Connection:
-    """A proxied connection whose socket to the server had local port ``port``."""
+def conn(
+    opened: float,
+    closed: float | None = None,
+    *,
+    port: int,
+    down: int = DOWN,
+    idle: float = PRE,
+) -> Connection:
+    """A proxied connection whose socket to the server had local port ``port``; its
+    first byte came ``idle`` after the accept (a request written as the connection was
+    up: PRE)."""
     return Connection(
-        0, opened, ("127.0.0.1", 1), "", UP, down, closed, "client", upstream_port=port
+        0,
+        opened,
+        ("127.0.0.1", 1),
+        "",
+        UP,
+        down,
+        closed,
+        "client",
+        upstream_port=port,
+        first_up_at=opened + idle,
     )
 
 
@@ -195,6 +213,11 @@ class TestLinkOverSockets:
         atts = server.ledger.attempts()
         assert len(atts) == 3
         assert all(c.upstream_port is not None for c in conns)
+        # Each connection's first byte up: after its accept, before its request arrived.
+        first = {server.ledger.links()[a.seq].connection: a for a in reversed(atts)}
+        for c in conns:
+            assert c.first_up_at is not None
+            assert c.opened_at <= c.first_up_at <= first[c.seq].arrived_at
         links = server.ledger.links()
         if keep_alive:
             assert len(conns) == 1
@@ -224,24 +247,37 @@ class TestLinkOverSockets:
 
 
 class TestWaitEndsAtTheAccept:
-    def test_both_ends_of_the_wait_end_at_the_accept(self):
-        """The client acted by its connection's accept: the set-up after it (0.1 s here)
-        comes off both ends."""
+    def test_the_wait_ends_at_the_accept_and_the_first_byte(self):
+        """The client acted by its connection's first byte, and not before its accept:
+        the set-up after them (0.1 s here) comes off both ends."""
         failed = attempt(1.0)
         retry = attempt(1.5, 200, number=2)
         plain = wait_between(failed, retry, QUIET)
-        tied = wait_from(1.001, 1.0, 1.5, QUIET, opened=1.4)
+        tied = wait_from(1.001, 1.0, 1.5, QUIET, opened=1.4, sent=1.4)
         assert tied.measured == pytest.approx(plain.measured)
         assert tied.most == pytest.approx(plain.most - 0.1)
         assert tied.least <= plain.least - 0.1
         assert tied.least == pytest.approx(1.4 - 1.001 - QUIET.wait_slack(1.001, 1.4), abs=1e-9)
 
     def test_a_connection_opened_before_the_failure_keeps_the_arrival_for_most(self):
-        """A connection accepted before the failure could be seen (a pool warming up) marks
-        no decision to retry: the most wait keeps the arrival."""
-        tied = wait_from(1.001, 1.0, 1.5, QUIET, opened=0.95)
+        """A connection whose first byte came before the failure could be seen marks no
+        decision to retry: the most wait keeps the arrival."""
+        tied = wait_from(1.001, 1.0, 1.5, QUIET, opened=0.95, sent=0.95)
         assert tied.most == pytest.approx(1.5 - 1.0 + QUIET.lower_slack(1.0))
         assert tied.least < 0
+
+    def test_a_connection_a_pool_opened_early_ends_the_wait_at_its_first_byte(self):
+        """openai-node and anthropic-node opened a connection 0-6 ms after a 5xx and
+        sent their retry on it 0.8 s later. Their backoff (750-1000 ms here) was FAILed
+        while the most wait ended at the accept ("the client's own delay 0.0-5.9 ms");
+        the first byte is where the client acted."""
+        failed = attempt(1.0)
+        eager = wait_from(1.001, 1.0, 1.8, QUIET, opened=1.004, sent=1.795)
+        assert eager.most >= 0.79
+        assert bk.decide(eager, 0.75, 1.0, 0.25) == "in"
+        accept_only = wait_from(1.001, 1.0, 1.8, QUIET, opened=1.004)
+        assert accept_only.most == pytest.approx(0.8 + QUIET.lower_slack(1.0))
+        assert failed.ended_at is not None
 
     def test_wait_between_reads_the_link_from_the_noise(self):
         """``Noise.linked`` carries the accepts; ``wait_between`` uses them."""
@@ -253,13 +289,14 @@ class TestWaitEndsAtTheAccept:
         ]
         noise = QUIET.linked([failed, retry], conns)
         assert noise.opened_at(retry) == 1.4
+        assert noise.sent_at(retry) == pytest.approx(1.4 + PRE)
         assert wait_between(failed, retry, noise).most == pytest.approx(
-            wait_from(1.001, 1.0, 1.5, QUIET, opened=1.4).most
+            wait_from(1.001, 1.0, 1.5, QUIET, opened=1.4, sent=1.4 + PRE).most
         )
 
     def test_a_measured_hop_out_still_counts(self):
-        """A browser's request hop (``out``) and the accept: the earlier sign wins."""
-        hop = wait_from(1.001, 1.0, 1.5, QUIET, out=0.2, opened=1.4)
+        """A browser's request hop (``out``) and the first byte: the earlier sign wins."""
+        hop = wait_from(1.001, 1.0, 1.5, QUIET, out=0.2, opened=1.4, sent=1.4)
         assert hop.most == pytest.approx(1.3 - 1.0 + QUIET.lower_slack(1.0))
 
 

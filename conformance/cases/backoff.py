@@ -738,6 +738,7 @@ def _check_herd(ev: Evidence, policy: ClientPolicy) -> Outcome:
             ev.noise,
             out=ev.noise.hop_out(a),
             opened=ev.noise.opened_at(a),
+            sent=ev.noise.sent_at(a),
         )
         for a in again
     ]

@@ -169,6 +169,9 @@ class Noise:
     # by attempt ``seq``: when the proxy accepted the new connection the attempt came on
     # (``connection_accepts``; absent: a kept-alive connection, or not known)
     opened: Mapping[int, float] = field(default_factory=dict)
+    # by attempt ``seq``, for the same attempts: when the proxy read the new
+    # connection's first byte (``Connection.first_up_at``; absent: not known)
+    sent: Mapping[int, float] = field(default_factory=dict)
 
     @classmethod
     def from_ledger(
@@ -193,12 +196,26 @@ class Noise:
         """This noise with the accept of each attempt's new connection, as the ledger links
         them (``connection_accepts``): the waits then end where the client acted."""
         accepts = connection_accepts(attempts, connections)
-        return replace(self, opened=accepts) if accepts else self
+        if not accepts:
+            return self
+        first_up = {c.seq: c.first_up_at for c in connections if c.first_up_at is not None}
+        links = link_attempts(attempts, connections)
+        sent = {
+            seq: first_up[link.connection]
+            for seq, link in links.items()
+            if seq in accepts and link.connection in first_up
+        }
+        return replace(self, opened=accepts, sent=sent)
 
     def opened_at(self, attempt: Attempt) -> float | None:
         """When the proxy accepted the new connection ``attempt`` came on, if it came on
         one (``connection_accepts``)."""
         return self.opened.get(attempt.seq)
+
+    def sent_at(self, attempt: Attempt) -> float | None:
+        """When the proxy read the first byte of the new connection ``attempt`` came on:
+        its request's first byte (``Connection.first_up_at``)."""
+        return self.sent.get(attempt.seq)
 
     def hop_out(self, attempt: Attempt) -> float:
         """Seconds ``attempt``'s request spent on its way out of the client (0: unknown)."""

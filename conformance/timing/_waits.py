@@ -78,15 +78,17 @@ def wait_from(
     back: float = 0.0,
     out: float = 0.0,
     opened: float | None = None,
+    sent: float | None = None,
 ) -> Wait:
     """The wait between a failure and the next attempt, from any pair of stamps.
 
     The wait ends where the client acted: at the earliest sign of the next attempt on
     the path. That is its arrival at the server (less its measured way out), or, when
-    it came on a new connection (``opened``), the proxy's accept of that connection:
-    the rest of the connection's set-up (the proxy connecting upstream, the server
-    taking the connection in, the request crossing both) is path, not the client's
-    delay. Load only ever makes a stamp later, so the earliest sign is the one to end at.
+    it came on a new connection, that connection's first byte at the proxy (``sent``)
+    for the most it can be, and its accept (``opened``) for the least: the rest of the
+    connection's set-up (the proxy connecting upstream, the server taking the
+    connection in, the request crossing both) is path, not the client's delay. Load
+    only ever makes a stamp later, so the earliest sign is the one to end at.
 
     Args:
         reacted_after: The latest stamp the failure can be said to be complete at (the
@@ -103,16 +105,26 @@ def wait_from(
         opened: When the proxy accepted the new connection the next attempt came on
             (``Noise.opened_at``). The least wait ends there (the accept can trail the
             client's connect by the path's floor and the lag there, which the slack
-            counts); so does the most, when the connection was accepted after the
-            failure could be seen: a connection opened for the retry is the retry (one
-            opened before, say by a pool warming up, marks no decision to retry).
+            counts), unless the connection then sat idle longer than that slack
+            explains before its first byte: then at the first byte.
+        sent: When the proxy read that connection's first byte (``Noise.sent_at``).
+            The most wait ends there, when it came after the failure could be seen:
+            the client had sent its retry by then. Not at the accept: a pool may open
+            a connection before it has a request for it (openai-node and
+            anthropic-node did, 0-6 ms after a 5xx, then sent their retry 0.8 s later
+            on it: counted from the accept, the kit FAILed their correct backoff).
     """
     measured = next_at - reacted_after
     acted_least = acted_most = next_at - out
     if opened is not None:
         acted_least = min(acted_least, opened)
-        if opened >= reacted_at_most_after:
-            acted_most = min(acted_most, opened)
+        if sent is not None and sent - opened > noise.wait_slack(opened, sent):
+            # The connection sat idle longer than the harness's measured share can
+            # explain: it waited for its request (a pool's spare), so the client acted
+            # nearer its first byte than its accept.
+            acted_least = min(next_at - out, sent)
+    if sent is not None and sent >= reacted_at_most_after:
+        acted_most = min(acted_most, sent)
     # Tolerance: the wait's slack at the moment it ends (PATH_FLOOR plus the lag measured
     # near it): at an accept, the loopback handshake and the proxy loop's lateness; at
     # an arrival, the whole path. ``most`` needs none past ``lower_slack``: an accept
@@ -157,6 +169,7 @@ def wait_between(prev: Attempt, nxt: Attempt, noise: Noise, held: float = 0.0) -
         noise.hop_back(prev),
         noise.hop_out(nxt),
         noise.opened_at(nxt),
+        noise.sent_at(nxt),
     )
 
 
