@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,10 @@ DUMMY_KEY = "sk-streamcheck-dummy"  # a real provider rejects it: nothing is spe
 # The test's verdict row, on its item until the reporter puts it on the teardown report.
 VERDICT_ROW_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# A verdict with a stream still open waits at most this long for every probed loop to
+# turn (a quiet loop turns within its 5 ms probe interval), polling this often.
+PROBES_PATIENCE = 2.0
+PROBES_POLL = 0.005
 # Credentials and identities that would otherwise travel to the fake server, or make an
 # SDK pick its own endpoint (a profile file, a bearer token).
 _REMOVED = (
@@ -243,6 +248,14 @@ class LLMServer:
                 settle = max(0.0, mark + UNMEASURED_SLACK - now()) + 0.01
         with contextlib.suppress(LedgerTimeout):  # still open when judged: rules say what it means
             self.ledger.wait_finished(settle)
+        if any(not a.finished for a in self.ledger.attempts()):
+            # A probe records a stall only when it wakes: a server loop stalled right now
+            # would show no lag while its close waits behind the stall (beside 2 CPU
+            # burners a correct close was judged "still open" so). Judge once every
+            # probed loop has turned since, and the close had that turn to land.
+            _probes_past(self.ledger, now(), PROBES_PATIENCE)
+            with contextlib.suppress(LedgerTimeout):
+                self.ledger.wait_finished(0.01)
         result = judge(
             self.ledger.attempts(),
             scenario=self.server.scenario,
@@ -264,6 +277,19 @@ class LLMServer:
 
     def __repr__(self) -> str:
         return f"<llm_server {self.url} attempts={len(self.ledger.attempts())}>"
+
+
+def _probes_past(ledger: Ledger, moment: float, patience: float) -> None:
+    """Wait until every lag probe of ``ledger`` has woken after ``moment``, at most
+    ``patience`` seconds (nobody is notified of a wake-up, so this polls)."""
+    from fake_servers import now
+
+    deadline = now() + patience
+    while now() < deadline:
+        rows = ledger.lags().values()
+        if all(r and r[-1][1] >= moment for r in rows):
+            return
+        time.sleep(PROBES_POLL)
 
 
 class LLMSession:
