@@ -23,6 +23,7 @@ import pytest
 if TYPE_CHECKING:
     from conformance._profiles import Profile, Timing
     from conformance._verdict import AppVerdict
+    from conformance.timing import Noise
     from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, Step
     from fake_servers._script import Method, Then
 
@@ -238,7 +239,7 @@ class LLMServer:
         """
         from conformance._profiles import get_profile
         from conformance._verdict import judge
-        from conformance.timing import UNMEASURED_SLACK, Noise
+        from conformance.timing import UNMEASURED_SLACK
         from fake_servers import LedgerTimeout, now
 
         mark = stopped_reading_at if stopped_reading_at is not None else self._stopped_reading_at
@@ -254,8 +255,12 @@ class LLMServer:
             # burners a correct close was judged "still open" so). Judge once every
             # probed loop has turned since, and the close had that turn to land.
             _probes_past(self.ledger, now(), PROBES_PATIENCE)
+            # A stall they now show widens the close's deadline: wait that out too, or
+            # a client that never closes would be "too early to tell", never judged.
+            slack = self._noise().worst_slack()
+            due = 0.0 if mark is None else max(0.0, mark + slack - now())
             with contextlib.suppress(LedgerTimeout):
-                self.ledger.wait_finished(0.01)
+                self.ledger.wait_finished(due + 0.01)
         result = judge(
             self.ledger.attempts(),
             scenario=self.server.scenario,
@@ -267,13 +272,18 @@ class LLMServer:
             stall_timeout=stall_timeout,
             stopped_reading_at=mark,
             judged_at=now(),
-            # The server's and proxy's lag bound how late their stamps trail what the
-            # app saw (CI: a 503's headers stamped 31 ms after the app began its 0.2 s
-            # sleep); the app's own lateness is not probed.
-            noise=Noise.from_ledger(self.ledger.lags(), client_probed=False),
+            noise=self._noise(),
         )
         self.verdicts.append(result)
         return result
+
+    def _noise(self) -> Noise:
+        """The harness lag measured so far. The server's and proxy's lag bound how late
+        their stamps trail what the app saw (CI: a 503's headers stamped 31 ms after the
+        app began its 0.2 s sleep); the app's own lateness is not probed."""
+        from conformance.timing import Noise
+
+        return Noise.from_ledger(self.ledger.lags(), client_probed=False)
 
     def __repr__(self) -> str:
         return f"<llm_server {self.url} attempts={len(self.ledger.attempts())}>"
