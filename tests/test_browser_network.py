@@ -54,11 +54,40 @@ def test_a_redirect_or_a_stream_the_client_left_has_no_way_in() -> None:
 
 
 def test_overlapping_requests_to_one_url_are_not_paired() -> None:
-    """Two requests at once to one URL: which entry is which attempt is unknown."""
+    """Two requests at once to one URL: which entry is which attempt is unknown, so
+    neither has a way in; each has a way out from the latest fetch begun by its arrival."""
     entries = [entry(1.0, 1.5), entry(1.2, 1.8), entry(3.0, 3.5)]
     attempts = [attempt(1, 1.05, 1.4), attempt(2, 1.25, 1.7), attempt(3, 3.05, 3.4)]
     hops = network_hops(entries, attempts, OFFSET, 0.0)
-    assert hops == [(3, pytest.approx(0.05), pytest.approx(0.1))]
+    assert hops == [
+        (3, pytest.approx(0.05), pytest.approx(0.1)),
+        (1, pytest.approx(0.05), 0.0),
+        (2, pytest.approx(0.05), 0.0),
+    ]
+
+
+def test_a_blinks_reconnects_left_the_page_at_once() -> None:
+    """CI: a page sent five reconnects within 4 ms of a blink, and Chromium's network
+    process delivered them 38-62 ms later. Each way out runs from the latest fetch begun
+    by its arrival (never overstated: its own began no later), so all five left by the
+    fifth fetch's start."""
+    starts = [1.0, 1.001, 1.002, 1.003, 1.004]
+    arrivals = [1.038, 1.043, 1.044, 1.048, 1.062]
+    entries = [entry(t, 1.3) for t in starts]
+    attempts = [attempt(i, a, 1.25) for i, a in enumerate(arrivals, start=1)]
+    hops = network_hops(entries, attempts, OFFSET, 0.002)
+    left = sorted(a - out for (_, out, _), a in zip(hops, arrivals, strict=True))
+    assert left == [pytest.approx(1.004 + 0.002)] * 5
+    assert all(back == 0.0 for _, _, back in hops)
+
+
+def test_overlapping_entries_and_attempts_that_do_not_match_give_no_way_out() -> None:
+    """An entry without its attempt (a fetch that never reached the server) or an attempt
+    without its entry: which fetch began which request is not bounded, so none is given."""
+    entries = [entry(1.0, 1.5), entry(1.2, 1.8)]
+    assert network_hops(entries, [attempt(1, 1.25, 1.7)], OFFSET, 0.0) == []
+    three = [attempt(1, 1.05, 1.4), attempt(2, 1.25, 1.7), attempt(3, 1.3, 1.6)]
+    assert network_hops(entries, three, OFFSET, 0.0) == []
 
 
 def test_an_entry_needs_exactly_one_attempt_inside_it() -> None:
