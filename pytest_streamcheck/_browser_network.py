@@ -82,9 +82,7 @@ def _ways_out_unpaired(
     attempts as entries, each attempt's own entry is among them, and its fetch began no
     later than the latest of theirs that began by its arrival: from there on is a way
     out never overstated. No way in: that needs the pairing."""
-    by_key: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
-    for attempt in attempts:
-        by_key[(attempt.header("host") or "", attempt.path, attempt.query)].append(attempt)
+    by_key = _attempts_by_key(attempts)
     for key, group in _by_key(entries).items():
         for run in _overlapping(group):
             first, last = run[0].fetch_start - offset, max(e.response_end for e in run) - offset
@@ -132,9 +130,7 @@ def _paired(
     entries: Iterable[Entry], attempts: Sequence[Attempt], offset: float, error: float
 ) -> Iterator[tuple[Entry, Attempt]]:
     """Each entry alone on its URL with exactly one attempt arriving inside it."""
-    by_key: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
-    for attempt in attempts:
-        by_key[(attempt.header("host") or "", attempt.path, attempt.query)].append(attempt)
+    by_key = _attempts_by_key(attempts)
     for key, group in _by_key(entries).items():
         for entry in _alone(group):
             start, end = entry.fetch_start - offset, entry.response_end - offset
@@ -143,6 +139,14 @@ def _paired(
             ]
             if len(inside) == 1:
                 yield entry, inside[0]
+
+
+def _attempts_by_key(attempts: Sequence[Attempt]) -> dict[tuple[str, str, str], list[Attempt]]:
+    """The attempts by host, path and query: the key ``_by_key`` gives an entry."""
+    keyed: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        keyed[(attempt.header("host") or "", attempt.path, attempt.query)].append(attempt)
+    return keyed
 
 
 def _by_key(entries: Iterable[Entry]) -> dict[tuple[str, str, str], list[Entry]]:

@@ -195,16 +195,11 @@ class Noise:
     def linked(self, attempts: Sequence[Attempt], connections: Sequence[Connection]) -> Noise:
         """This noise with the accept of each attempt's new connection, as the ledger links
         them (``connection_accepts``): the waits then end where the client acted."""
-        accepts = connection_accepts(attempts, connections)
-        if not accepts:
+        new = new_connections(attempts, connections)
+        if not new:
             return self
-        first_up = {c.seq: c.first_up_at for c in connections if c.first_up_at is not None}
-        links = link_attempts(attempts, connections)
-        sent = {
-            seq: first_up[link.connection]
-            for seq, link in links.items()
-            if seq in accepts and link.connection in first_up
-        }
+        accepts = {seq: c.opened_at for seq, c in new.items()}
+        sent = {seq: c.first_up_at for seq, c in new.items() if c.first_up_at is not None}
         return replace(self, opened=accepts, sent=sent)
 
     def opened_at(self, attempt: Attempt) -> float | None:
@@ -387,9 +382,17 @@ def connection_accepts(
     upstream port); an attempt is on a new connection when it is the first on it (the
     client opened the connection for it). A later attempt on a kept-alive connection,
     and one not through the proxy, has no accept: its wait ends at its arrival."""
-    accepted = {c.seq: c.opened_at for c in connections}
+    return {seq: c.opened_at for seq, c in new_connections(attempts, connections).items()}
+
+
+def new_connections(
+    attempts: Sequence[Attempt], connections: Sequence[Connection]
+) -> dict[int, Connection]:
+    """For each attempt (by ``seq``) that was the first on its connection, that
+    connection, as the ledger links them (``fake_servers._ledger.link_attempts``)."""
+    by_seq = {c.seq: c for c in connections}
     return {
-        seq: accepted[link.connection]
+        seq: by_seq[link.connection]
         for seq, link in link_attempts(attempts, connections).items()
         if link.first
     }
