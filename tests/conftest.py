@@ -7,10 +7,12 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 # Each xdist worker rewrites the asserts of every test module and of the kit (a plugin's
 # whole distribution) when it imports them: about 5 s of CPU a process. Where the
@@ -18,14 +20,20 @@ from collections.abc import Callable, Iterator
 # rewritten modules in __pycache__ (ignored by git) all the same, so later workers and
 # later runs read them back.
 sys.dont_write_bytecode = False
+# The same for the Python processes the tests start (pytest runs, the console script,
+# the matrix's targets): with the variable set, each one rewrote and compiled the kit
+# from source again, about 0.2 s of CPU apiece and 9 s of the suite's.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-import httpcore  # noqa: F401 - see below
+import anyio._backends._asyncio  # noqa: F401 - see below
+import httpcore  # noqa: F401
 import httpx  # noqa: F401
 import pytest
 
 # pytester's in-process runs restore sys.modules afterwards: a module first
 # imported inside one run is a new object in the next, and httpx would then fail
-# to map httpcore's exceptions. Importing the network stack here keeps it stable.
+# to map httpcore's exceptions. Importing the network stack here keeps it stable, and
+# saves each run importing (and, as anyio is a pytest plugin, rewriting) it again.
 import conformance.reference._client  # noqa: F401
 import pytest_streamcheck._exec
 import pytest_streamcheck._reference  # noqa: F401
@@ -33,6 +41,28 @@ from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
 from pytest_streamcheck._llm import LLMSession
 
+
+def _share_the_default_tls_context() -> None:
+    """The tests' own httpx clients, and the SDK clients they make, each built httpx's
+    default verifying TLS context: a CA bundle read, 24 ms of CPU, never used (all
+    traffic here is plain HTTP on loopback), and hundreds of them (about 9 s of the
+    suite's CPU). In the test processes they share one; any other kind is made as asked."""
+    from httpx._transports import default
+
+    made = default.create_ssl_context
+    shared: list[ssl.SSLContext] = []
+
+    def create(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is not True or cert is not None or not trust_env:
+            return made(verify=verify, cert=cert, trust_env=trust_env)
+        if not shared:
+            shared.append(made())
+        return shared[0]
+
+    default.create_ssl_context = create  # type: ignore[assignment]
+
+
+_share_the_default_tls_context()
 THREAD_GRACE = 1.0  # seconds a test's threads get to wind down after it
 
 # The kit's tests mostly wait (servers, timeouts, backoff at test timing, real

@@ -114,13 +114,24 @@ class LagSeries:
         i = bisect.bisect_right(self.due, end) - 1
         if i < 0 or self.lag[i] < CONGESTED_LAG:
             return 0.0
-        first, free, longest = i, 0, self.lag[i]
-        for j in range(i - 1, -1, -1):
-            if self.lag[j] >= CONGESTED_LAG:
-                first, free, longest = j, 0, max(longest, self.lag[j])
-            elif (free := free + 1) >= 2:
-                break
+        first, longest = self._runs[i]
         return max(0.0, min(end - self.due[first], QUEUED_ITERATIONS * longest))
+
+    @functools.cached_property
+    def _runs(self) -> tuple[tuple[int, float], ...]:
+        """For each wake-up, the first wake-up of the congested run it ends and the run's
+        longest lateness so far (one pass: a wait's judgement asks this many times, and
+        a loaded run's series is one long run)."""
+        runs: list[tuple[int, float]] = []
+        first, longest, free = 0, 0.0, 2
+        for k, lag in enumerate(self.lag):
+            if lag >= CONGESTED_LAG:
+                first, longest = (k, lag) if free >= 2 else (first, max(longest, lag))
+                free = 0
+            else:
+                free += 1
+            runs.append((first, longest))
+        return tuple(runs)
 
     def summary(self) -> dict[str, float]:
         return _percentiles(self.lag)

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import httpx
-
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
 from conformance._case import JsonBody
 from conformance._evidence import ErrorKind
+from conformance.reference._request import _ssl_context
 from fake_servers import Ledger
 from fake_servers._noise import Source, ThreadLagProbe
 
@@ -44,13 +43,13 @@ RETRIED_4XX = frozenset({408, 409, 429})
 
 
 def tls_context() -> ssl.SSLContext:
-    """The default verifying TLS context (httpx's ``verify=True``), made once per adapter.
+    """The default verifying TLS context (httpx's ``verify=True``), one per process.
 
     Every client an adapter makes shares it: making one per client costs ~20 ms of CPU
     (loading the CA bundle), and the herd cases make 50 at once, which stalled the kit's
     event loop for a second. The traffic is plain HTTP on loopback; it changes nothing.
     """
-    return httpx.create_ssl_context()
+    return _ssl_context()
 
 
 def prompt_of(request: AdapterRequest) -> str:
