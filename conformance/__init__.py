@@ -18,6 +18,7 @@ from conformance.reference._exports import lazy_getattr
 
 if TYPE_CHECKING:
     from conformance._adapter import (
+        ADAPTER_API,
         AdapterInfo,
         AdapterRequest,
         ClientAdapter,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 # private module -> the public names it provides
 _MODULES = {
     "_adapter": (
+        "ADAPTER_API",
         "AdapterInfo",
         "AdapterRequest",
         "ClientAdapter",
@@ -111,6 +113,7 @@ _MODULES = {
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "ADAPTER_API",
     "BUILTIN_PROFILES",
     "CAPABILITIES",
     "DEFAULT_PROFILES",

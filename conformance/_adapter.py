@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
-from conformance._case import CAPABILITIES, Capability, StreamRequest
+from conformance._case import CAPABILITIES, CAPABILITY_ALIASES, Capability, StreamRequest
 from conformance._evidence import DeliveryLog, ErrorKind
 from conformance.reference import ClientPolicy
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # annotations only: importing the servers here would load hyp
     from fake_servers import Ledger
 
 __all__ = [
+    "ADAPTER_API",
+    "API_VERSIONS",
     "AdapterInfo",
     "AdapterRequest",
     "ClientAdapter",
@@ -36,6 +39,8 @@ __all__ = [
     "StreamCancelled",
     "StreamSink",
     "SyncClientAdapter",
+    "as_of_api",
+    "check_api",
     "check_capabilities",
 ]
 
@@ -58,11 +63,49 @@ class AdapterInfo:
     # (asyncio or anyio sleeps, timeouts and sockets; no threads, no time.sleep), so the
     # kit may run it in virtual time: exact verdicts at the profile's real numbers.
     virtual_time: bool = False
+    # The adapter API the adapter was written against (docs/adapters.md "Versions"):
+    # ADAPTER_API for a new adapter. None is read as API 1, with a DeprecationWarning.
+    api: int | None = None
 
     def __post_init__(self) -> None:
         # Any iterable of names is taken (a tuple, a set); kept as a frozenset.
         capabilities = check_capabilities(self.capabilities, "AdapterInfo.capabilities")
-        object.__setattr__(self, "capabilities", capabilities)
+        api = check_api(self.api, f"AdapterInfo(name={self.name!r}).api")
+        object.__setattr__(self, "capabilities", as_of_api(capabilities, api))
+        object.__setattr__(self, "api", api)
+
+
+ADAPTER_API = 2  # the adapter API this kit speaks; CHANGELOG.md says what each one changed
+API_VERSIONS = (1, 2)  # the ones it still runs
+
+
+def check_api(api: object, where: str) -> int:
+    """The adapter API an adapter declares, as a number the kit runs.
+
+    Raises:
+        ValueError: ``api`` is not one of ``API_VERSIONS`` (named in the message).
+    """
+    if api is None:
+        warnings.warn(
+            f"{where} is not set: the adapter is read as API 1 (a 'post' client also sends "
+            f"multipart bodies). Set api={ADAPTER_API} and declare 'multipart' if it does; "
+            "a later release will refuse an adapter that names no API (CHANGELOG.md).",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return 1
+    if isinstance(api, bool) or api not in API_VERSIONS:
+        known = ", ".join(map(str, API_VERSIONS))
+        raise ValueError(f"{where}: adapter API {api!r} is not one this kit runs ({known})")
+    return int(api)
+
+
+def as_of_api(capabilities: frozenset[Capability], api: int) -> frozenset[Capability]:
+    """What ``capabilities`` meant under adapter API ``api``, in this kit's names: API 1
+    had no "multipart", and every "post" client was sent multipart bodies."""
+    if api == 1 and "post" in capabilities:
+        return capabilities | {"multipart"}
+    return capabilities
 
 
 def check_capabilities(named: object, where: str) -> frozenset[Capability]:
@@ -77,7 +120,9 @@ def check_capabilities(named: object, where: str) -> frozenset[Capability]:
     """
     if isinstance(named, str | bytes) or not isinstance(named, Iterable):
         raise ValueError(f"{where}: expected a set of capability names, got {named!r}")
-    names = list(named)
+    names: list[object] = []
+    for name in named:
+        names.extend(CAPABILITY_ALIASES.get(name, (name,)) if isinstance(name, str) else (name,))
     for name in names:
         if name not in CAPABILITIES:
             close = (

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: importing the servers here would load hyp
 
 __all__ = [
     "CAPABILITIES",
+    "CAPABILITY_ALIASES",
     "Capability",
     "Case",
     "CaseContext",
@@ -45,28 +46,41 @@ __all__ = [
 Capability = Literal[
     "get",
     "post",
+    "multipart",
     "breaker",
     "stall",
     "offline",
     "resume",
     "configurable",
     "comments",
-    "raw_events",
+    "raw_data",
+    "event_fields",
 ]
 CAPABILITIES: tuple[Capability, ...] = (
     "get",
     "post",
+    # sends a multipart/form-data body its caller gives (``MultipartBody``); most SDKs
+    # send JSON only, and a case they cannot play is UNSUPPORTED, not a flaw
+    "multipart",
     "breaker",
     "stall",
     "offline",
     "resume",
     "configurable",
     "comments",  # hands comment lines to a consumer that asks (StreamRequest.comments)
-    # hands each event as it came on the wire, whatever its data (an SSE parser or
-    # EventSource does; an SDK hands parsed objects of its provider's shape, and cannot
-    # carry the parser cases' hand-written events)
-    "raw_events",
+    # hands each event's data as it came on the wire, whatever it holds (an SSE parser
+    # or EventSource does; an SDK hands parsed objects of its provider's shape, and
+    # cannot carry the parser cases' hand-written events)
+    "raw_data",
+    # reports each event's type and id as the wire set them (``StreamSink.chunk``'s
+    # ``event`` and ``id``); a client that hands over data alone does not
+    "event_fields",
 )
+# Names an adapter may still declare, each standing for the capabilities it became:
+# "raw_events" was split in API 2 (docs/adapters.md, CHANGELOG.md).
+CAPABILITY_ALIASES: dict[str, tuple[Capability, ...]] = {
+    "raw_events": ("raw_data", "event_fields"),
+}
 
 
 class Level(Enum):

@@ -15,6 +15,7 @@ import json
 import re
 import time
 import types
+import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -138,6 +139,11 @@ class ScriptPlayer:
         # How to stop each response in flight (``_guarded``), by its task.
         self._cuts: dict[asyncio.Task[Any], Callable[[AttemptEnd], None]] = {}
         self._steps: dict[str, _PathSteps] = {}
+        # The request each redirect was answering, by the path its Location names: a
+        # client following a 301/302/303 turns a POST into a bodiless GET, and the API
+        # would still answer it as the call it is (a chat completion keeps its role and
+        # finish_reason chunks). Kept for the scenario that made them.
+        self._redirected: tuple[Scenario, dict[str, Call]] = (scenario, {})
 
     def cut_all(self) -> None:
         """End every response in flight as ``server_stopped`` (call on the app's loop)."""
@@ -167,13 +173,30 @@ class ScriptPlayer:
         step_index, step = endpoint.step_for(number)
         writer.update(step=step_index, ending=step.end if isinstance(step, Stream) else None)
         if isinstance(step, Respond):
+            self._note_redirect(step, scenario, _call(request, body))
             play = self._respond(step, writer, send, request.wire_path)
         elif isinstance(step, Raw):
             play = self._raw(step, writer, send)
         else:
-            call = _call(request, body)
+            call = self._as_called(scenario, request.path, _call(request, body))
             play = self._stream(step, writer, send, request, call, scenario.seed, number)
         await self._guarded(writer, receive, play)
+
+    def _redirects(self, scenario: Scenario) -> dict[str, Call]:
+        if self._redirected[0] is not scenario:
+            self._redirected = (scenario, {})
+        return self._redirected[1]
+
+    def _note_redirect(self, step: Respond, scenario: Scenario, call: Call) -> None:
+        location = dict(step.headers).get("location")
+        if location is not None and 300 <= step.status < 400 and call.body is not None:
+            self._redirects(scenario)[urllib.parse.urlsplit(location).path] = call
+
+    def _as_called(self, scenario: Scenario, path: str, call: Call) -> Call:
+        """``call``, or for a bodiless request a redirect sent to endpoint ``path``, the
+        call redirected."""
+        origin = self._redirects(scenario).get(path) if call.body is None else None
+        return call if origin is None else replace(origin, path=call.path)
 
     # -- request intake -------------------------------------------------------
     async def _read_body(self, receive: Receive) -> _Body:

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 # The kit's names come from the ``conformance`` façade, which knows their private modules.
 _KIT = (
+    "ADAPTER_API",
     "AdapterInfo",
     "AdapterRequest",
     "CaseResult",
@@ -34,6 +35,7 @@ _EXPORTS = {  # name -> the module to take it from
 
 if TYPE_CHECKING:
     from conformance import (
+        ADAPTER_API,
         AdapterInfo,
         AdapterRequest,
         CaseResult,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from pytest_streamcheck._reference import ReferenceAdapter
 
 __all__ = [
+    "ADAPTER_API",
     "AdapterInfo",
     "AdapterRequest",
     "CaseResult",

@@ -7,7 +7,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink, check_capabilities
+from conformance._adapter import (
+    AdapterInfo,
+    AdapterRequest,
+    StreamSink,
+    check_api,
+    check_capabilities,
+)
 from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ERROR_KINDS, ErrorKind
 
@@ -153,9 +159,12 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
         raise ProtocolError(f"hello.capabilities must be a list of strings, got {named!r}")
     try:
         capabilities = check_capabilities(named, "hello.capabilities")
+        # An exec client that names no adapter API was written against API 1, which
+        # had no such field: read as 1 without a word (it cannot see a Python warning).
+        api = check_api(reply.get("api", 1), "hello.api")
     except ValueError as exc:
         raise ProtocolError(str(exc)) from None
-    return AdapterInfo(name, version, capabilities, profile, wire_format), []
+    return AdapterInfo(name, version, capabilities, profile, wire_format, api=api), []
 
 
 def probes_lag(reply: Mapping[str, Any]) -> bool:

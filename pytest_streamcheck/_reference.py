@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
+from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import CAPABILITIES, JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
 from conformance.reference import (
@@ -57,6 +57,7 @@ class ReferenceAdapter:
         name="streamcheck-reference",
         version=__version__,
         capabilities=frozenset(CAPABILITIES),
+        api=ADAPTER_API,
         virtual_time=True,  # on the kit's clock (``clock=now``) and asyncio's sleeps
     )
 

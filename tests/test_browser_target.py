@@ -119,7 +119,7 @@ def test_the_native_page_declares_its_profile(lane) -> None:
         info = adapter.info
         assert info.name == "chromium-eventsource"
         assert info.profile == "html-eventsource"
-        assert info.capabilities == {"get", "resume", "raw_events"}
+        assert info.capabilities == {"get", "resume", "raw_data", "event_fields"}
         assert info.version[0].isdigit()
     finally:
         lane.run(adapter.aclose())

@@ -31,7 +31,12 @@ TARGETS = {  # entry point -> (library, AdapterInfo.name, profile, capabilities)
     "openai-async": ("openai", "openai-python-async", "openai-python@1", {"post"}),
     "anthropic": ("anthropic", "anthropic-python", "anthropic-python@1", {"post"}),
     "anthropic-async": ("anthropic", "anthropic-python-async", "anthropic-python@1", {"post"}),
-    "httpx-sse": ("httpx_sse", "httpx-sse", "httpx-sse@1", {"get", "post", "raw_events"}),
+    "httpx-sse": (
+        "httpx_sse",
+        "httpx-sse",
+        "httpx-sse@1",
+        {"get", "post", "multipart", "raw_data", "event_fields"},
+    ),
 }
 
 

@@ -909,7 +909,7 @@ def test_an_unknown_capability_in_adapter_info_is_refused() -> None:
     )
     with pytest.raises(ValueError, match=r"expected a set of capability names, got 'get'"):
         AdapterInfo(name="x", capabilities="get")  # type: ignore[arg-type]
-    as_tuple = AdapterInfo(name="x", capabilities=("get", "post"))  # type: ignore[arg-type]
+    as_tuple = AdapterInfo(name="x", capabilities=("get", "post"), api=2)  # type: ignore[arg-type]
     assert as_tuple.capabilities == frozenset({"get", "post"})
 
 

@@ -605,3 +605,30 @@ def test_scenario_file_shorthand_errors_name_the_step_and_field(step, message):
     with pytest.raises(ScenarioError, match=None) as caught:
         parse_scenario(f'[[endpoint]]\npath = "/a"\n[[endpoint.step]]\n{step}\n', format="toml")
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303])
+def test_a_chat_call_redirected_to_a_get_is_answered_as_the_chat_call(status: int) -> None:
+    """A client that follows a 301/302/303 sends a bodiless GET, as Fetch turns a POST
+    (SC-SSE-32): the answer keeps the role and finish_reason chunks of the call it
+    redirected, so an SDK that needs them is judged on the redirect, not on the server."""
+    http_client = httpx.Client(timeout=10, follow_redirects=True)
+    with FakeServer(wire_format="openai") as server, http_client as http:
+        server.script("/v1/origin", Respond(status=status, headers=(("location", "/v1/moved"),)))
+        server.script("/v1/moved", Stream(events=3))
+        server.script("/v1/plain", Stream(events=3))
+        body = REQUESTS["openai"]
+        with connect_sse(http, "POST", f"{server.url}/v1/origin", json=body) as source:
+            assert source.response.request.method == "GET"  # httpx follows as Fetch does
+            chunks = [json.loads(e.data) for e in source.iter_sse() if e.data != "[DONE]"]
+        plain = [json.loads(e.data) for e in _plain_get(http, f"{server.url}/v1/plain")]
+    deltas = [c["choices"][0] for c in chunks]
+    assert deltas[0]["delta"].get("role") == "assistant"
+    assert deltas[-1]["finish_reason"] == "stop"
+    # A bodiless GET where no redirect leads is a generic client's: a chunk per token.
+    assert [c["choices"][0]["finish_reason"] for c in plain] == [None, None, None]
+
+
+def _plain_get(http: httpx.Client, url: str) -> list[ServerSentEvent]:
+    with connect_sse(http, "GET", url) as source:
+        return [e for e in source.iter_sse() if e.data != "[DONE]"]

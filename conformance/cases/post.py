@@ -248,6 +248,7 @@ register_row(
         source=f"{ARTICLE}; RFC 9110 §9.2.2 (a repeated request must be the same request)",
         play=_play_multipart,
         check=_multipart_identical,
+        needs=frozenset({"multipart"}),  # most SDKs send JSON alone: UNSUPPORTED, no flaw
     ),
     post_id="SC-POST-2",
 )

@@ -157,7 +157,7 @@ register_row(_retried(504), get_id="SC-RETRY-19", post_id="SC-RETRY-20")
 
 PROFILE_MATRIX = (
     "seeds/000 §The Retryable-Error Matrix (4xx never retried) and seeds/002 §Streaming "
-    "responses (408 retried): the profile's retry matrix decides"
+    "responses (408 retried): the seeds disagree, so the profile's retry matrix decides"
 )
 
 
@@ -187,8 +187,11 @@ def _as_declared(status: int, meaning: str) -> Row:
     )
 
 
+# The seeds disagree on a 408 (seeds/000: no 4xx; seeds/002: retried), so a profile may
+# declare either. They agree on a 409: a conflict repeats itself, whatever a library's
+# own profile says (the stainless SDKs retry it), so its row is the seed's.
 register_row(_as_declared(408, "Request Timeout"), get_id="SC-RETRY-39", post_id="SC-RETRY-40")
-register_row(_as_declared(409, "Conflict"), get_id="SC-RETRY-41", post_id="SC-RETRY-42")
+register_row(_no_retry(409), get_id="SC-RETRY-41", post_id="SC-RETRY-42")
 
 
 # -- network failures ----------------------------------------------------------

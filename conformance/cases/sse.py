@@ -104,7 +104,7 @@ register_row(
             ]
         ),
         check=_delivered_exactly,
-        needs=frozenset({"raw_events"}),
+        needs=frozenset({"raw_data", "event_fields"}),  # the named events' types
     ),
     get_id="SC-SSE-3",
     post_id="SC-SSE-4",
@@ -115,15 +115,13 @@ register_row(
         requirement="A client MUST strip one leading U+FEFF BOM from the stream, also when its "
         "bytes arrive in different reads, and deliver the first event intact.",
         source=PARSE,
-        # openai: the first line is a data line, so a BOM left in place loses an event.
+        # The client's own wire format (an SDK given another provider's would fail on
+        # the format, not the BOM). A BOM left in place spoils the first line's field
+        # name: a plain stream's first data line, Anthropic's message_start type, the
+        # Responses API's response.created; OpenAI's opening role chunk carries no
+        # text, so an SDK that hands over text alone cannot show that loss here.
         play=one_stream(
-            lambda p: [
-                Stream(
-                    events=EVENTS,
-                    format="openai",
-                    framing=Framing(bom=True, split=2, split_random=True),
-                )
-            ]
+            lambda p: [Stream(events=EVENTS, framing=Framing(bom=True, split=2, split_random=True))]
         ),
         check=_delivered_exactly,
     ),

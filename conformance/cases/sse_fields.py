@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from conformance._case import Outcome
+from conformance._case import Capability, Outcome
 from conformance._checks import all_of, ended_with_done, ended_with_error
-from conformance._checks_sse import Comment, Dispatched, handed_over
+from conformance._checks_sse import DEFAULT_TYPE, Comment, Dispatched, handed_over
 from conformance._evidence import Evidence
 from conformance.cases._common import Row, one_stream, register_row
 from conformance.reference import ClientPolicy
@@ -400,8 +400,22 @@ def _as_row(row: _Row) -> Row:
         source=f"{PARSE}: {row.step}",
         play=one_stream(_steps(row), comments=row.comments),
         check=_check(row),
-        needs=frozenset({"raw_events", "comments"} if row.comments else {"raw_events"}),
+        needs=_needs(row),
     )
+
+
+def _needs(row: _Row) -> frozenset[Capability]:
+    """Each row's data, handed over as the wire had it; its event types and ids only
+    where the row expects one other than the default (a data-only client reports
+    neither, and passes a row that has none); the comments where it asks for them."""
+    items = [item for item in row.expected() if isinstance(item, Dispatched)]
+    fields = any(item.type != DEFAULT_TYPE or item.id is not None for item in items)
+    needs: set[Capability] = {"raw_data"}
+    if fields:
+        needs.add("event_fields")
+    if row.comments:
+        needs.add("comments")
+    return frozenset(needs)
 
 
 for _row in ROWS:

@@ -63,6 +63,15 @@ def _retries_503(policy: ClientPolicy, transport: str) -> str | None:
     return None
 
 
+def _cache_rule(policy: ClientPolicy, transport: str) -> str | None:
+    """The cache headers come from EventSource's cache mode "no-store": a rule of the
+    EventSource transport (GET). A POST is a fetch the caller makes, whose default cache
+    mode sends neither header, and caches do not answer a POST with a stored response."""
+    if transport == "post":
+        return "an EventSource rule (its no-store cache mode); Fetch sends no such header on a POST"
+    return _retries_503(policy, transport)
+
+
 def _answered(ev: Evidence, stream: str = "s1", path: str | None = None) -> Outcome:
     """The stream completed with exactly what the server sent (on ``path``, if given)."""
     if path is not None:
@@ -138,6 +147,7 @@ register_row(
         check=_every_request(
             "sends Cache-Control: no-cache", "cache-control", lambda v: "no-cache" in _tokens(v)
         ),
+        applies=_cache_rule,
     ),
     get_id="SC-SSE-21",
     post_id="SC-SSE-22",
@@ -152,6 +162,7 @@ register_row(
         check=_every_request(
             "sends Pragma: no-cache", "pragma", lambda v: "no-cache" in _tokens(v)
         ),
+        applies=_cache_rule,
     ),
     get_id="SC-SSE-23",
     post_id="SC-SSE-24",

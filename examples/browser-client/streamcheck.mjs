@@ -6,7 +6,10 @@
 import { createClient, NAME, VERSION } from './client.mjs';
 import { helloReply, makeDispatcher } from './shared/protocol.mjs';
 
-const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments', 'raw_events'];
+const CAPABILITIES = [
+  'get', 'post', 'multipart', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments',
+  'raw_data', 'event_fields',
+];
 
 /**
  * Define window.streamcheck around a new client.
@@ -16,7 +19,7 @@ const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'c
 export function installStreamcheck({ name = NAME, ...options } = {}) {
   const emit = emitter(window);
   const pool = createClient({ ...options, emit });
-  const hello = { name, version: VERSION, capabilities: CAPABILITIES };
+  const hello = { api: 2, name, version: VERSION, capabilities: CAPABILITIES };
   const dispatch = makeDispatcher({ pool, emit, hello, shutdown: () => pool.shutdown() });
   window.streamcheck = {
     hello: () => helloReply(hello),

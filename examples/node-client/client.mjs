@@ -16,7 +16,10 @@ import { initTransport, nodeTransport } from './transport.mjs';
 
 const NAME = 'streamcheck-node-client';
 const VERSION = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).version;
-const CAPABILITIES = ['get', 'post', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments', 'raw_events'];
+const CAPABILITIES = [
+  'get', 'post', 'multipart', 'breaker', 'stall', 'offline', 'resume', 'configurable', 'comments',
+  'raw_data', 'event_fields',
+];
 
 function emit(event) {
   process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -38,7 +41,7 @@ function main(pool) {
   const dispatch = makeDispatcher({
     pool,
     emit,
-    hello: { name: NAME, version: VERSION, capabilities: CAPABILITIES },
+    hello: { api: 2, name: NAME, version: VERSION, capabilities: CAPABILITIES },
     shutdown,
     networkCommands: true, // no browser here: the kit's offline/online commands are the events
   });

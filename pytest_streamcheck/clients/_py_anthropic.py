@@ -17,7 +17,7 @@ from typing import Any
 
 import anthropic
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
+from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
 from pytest_streamcheck.clients._py_common import (
     MODEL,
     ThreadedSyncAdapter,
@@ -44,7 +44,8 @@ def _info(name: str, *, on_loop: bool = False) -> AdapterInfo:
         name=name,
         virtual_time=on_loop,  # the async client waits on the kit's loop alone
         version=anthropic.__version__,
-        capabilities=frozenset({"post"}),
+        capabilities=frozenset({"post"}),  # JSON bodies only: no multipart
+        api=ADAPTER_API,
         profile=PROFILE,
         # A redirect's target (a plain endpoint) answers as the API would, too.
         wire_format="anthropic",

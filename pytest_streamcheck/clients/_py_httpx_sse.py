@@ -17,7 +17,7 @@ from __future__ import annotations
 import httpx
 import httpx_sse
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
+from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
 from pytest_streamcheck.clients._py_common import describe, tls_context
@@ -35,7 +35,8 @@ class HttpxSSEAdapter:
     info = AdapterInfo(
         name="httpx-sse",
         version=httpx_sse.__version__,
-        capabilities=frozenset({"get", "post", "raw_events"}),
+        capabilities=frozenset({"get", "post", "multipart", "raw_data", "event_fields"}),
+        api=ADAPTER_API,
         profile=PROFILE,
         virtual_time=True,  # httpx.AsyncClient on the kit's loop: no thread, no clock of its own
     )

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance._adapter import AdapterInfo
+from conformance._adapter import ADAPTER_API, AdapterInfo
 from conformance._case import CAPABILITIES, Capability
 from pytest_streamcheck._exec import ExecAdapter
 from pytest_streamcheck._targets import TargetError, with_preflight
@@ -90,14 +90,14 @@ ADAPTERS: dict[str, NodeAdapter] = {
         "@microsoft/fetch-event-source",
         "fetch-event-source",
         "fetch-event-source",
-        frozenset({"get", "post", "resume", "raw_events"}),
+        frozenset({"get", "post", "multipart", "resume", "raw_data", "event_fields"}),
     ),
     "eventsource": NodeAdapter(
         "eventsource.mjs",
         "eventsource",
         "eventsource",
         "eventsource-npm",
-        frozenset({"get", "resume", "raw_events"}),
+        frozenset({"get", "resume", "raw_data", "event_fields"}),
     ),
 }
 
@@ -238,7 +238,12 @@ def _adapter(target: str) -> ExecAdapter:
     # target loader checks the adapter's attributes, info included, before the start.
     versions = _versions(where)
     adapter.info = AdapterInfo(
-        spec.name, versions[spec.package], known_capabilities(spec), spec.profile, spec.wire_format
+        spec.name,
+        versions[spec.package],
+        known_capabilities(spec),
+        spec.profile,
+        spec.wire_format,
+        api=ADAPTER_API,  # as the hello of _protocol.mjs says
     )
     return adapter
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
+from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
 from pytest_streamcheck._reference import ReferenceAdapter
 
@@ -77,6 +77,7 @@ class Mutant(ReferenceAdapter):
             name=f"zoo-{type(self).__name__}",
             version="0",
             capabilities=ReferenceAdapter.info.capabilities,
+            api=ADAPTER_API,
             virtual_time=True,  # the reference's mistakes are judged exactly
         )
         self._resumed = False

@@ -17,6 +17,12 @@ retries_401 = _policy_mutant(
 retries_every_4xx = _policy_mutant(
     "retries_every_4xx", _matrix(never=frozenset(), extra=frozenset(range(400, 500)))
 )
+retries_409 = _policy_mutant(
+    "retries_409", lambda p: replace(p, matrix=replace(p.matrix, extra=p.matrix.extra | {409}))
+)
+retries_408 = _policy_mutant(
+    "retries_408", lambda p: replace(p, matrix=replace(p.matrix, extra=p.matrix.extra | {408}))
+)
 no_retry_on_503 = _policy_mutant(
     "no_retry_on_503",
     lambda p: replace(
@@ -103,6 +109,10 @@ class drops_server_message(Mutant):
 MUTANTS: dict[str, Expectation] = {
     "retries_401": Expectation("SC-RETRY-3 or SC-RETRY-4"),
     "retries_every_4xx": Expectation("SC-RETRY-1 or SC-RETRY-9"),
+    # a 409 is the seeds' 4xx under every profile; a 408 is retried by seed-fetch's
+    # profile, so only the GET case (seed-eventsource) catches a client that retries it
+    "retries_409": Expectation("SC-RETRY-41 or SC-RETRY-42"),
+    "retries_408": Expectation("SC-RETRY-39"),
     "no_retry_on_503": Expectation("SC-RETRY-13 or SC-RETRY-14"),
     "no_retry_on_429": Expectation("SC-RETRY-11 or SC-RETRY-12"),
     "no_retry_on_5xx": Expectation("SC-RETRY-15 or SC-RETRY-17"),

@@ -74,7 +74,8 @@ export function makeDispatcher({ pool, emit, hello, shutdown, networkCommands = 
   };
 }
 
-/** The hello reply: `{type: 'hello', protocol: 1, name, version, capabilities}`. */
-export function helloReply({ name, version, capabilities }) {
-  return { type: 'hello', protocol: PROTOCOL, name, version, capabilities: [...capabilities] };
+/** The hello reply: `{type: 'hello', protocol: 1, api, name, version, capabilities}`
+ * (`api`: the adapter API the client is written against, docs/exec-protocol.md). */
+export function helloReply({ api = 1, name, version, capabilities }) {
+  return { type: 'hello', protocol: PROTOCOL, api, name, version, capabilities: [...capabilities] };
 }

@@ -29,7 +29,7 @@ test('the message set: hello, configure, reset, stream, shutdown', () => {
   dispatch({ cmd: 'stream', stream: 's1', url: 'http://127.0.0.1:9/x', method: 'POST', body: { json: {} } });
   dispatch({ cmd: 'shutdown' });
   assert.deepEqual(events, [
-    { type: 'hello', protocol: 1, name: 'n', version: '1', capabilities: ['get'] },
+    { type: 'hello', protocol: 1, api: 1, name: 'n', version: '1', capabilities: ['get'] },
     { type: 'configured' },
     { type: 'reset' },
   ]);

@@ -256,7 +256,7 @@ export function serve({ name, version, profile, capabilities, format, open }) {
     switch (cmd?.cmd) {
       case 'hello':
         emit({
-          type: 'hello', protocol: 1, name, version, profile, capabilities, lag_probe: true,
+          type: 'hello', protocol: 1, api: 2, name, version, profile, capabilities, lag_probe: true,
           ...(format ? { format } : {}),
         });
         break;

@@ -69,6 +69,6 @@ serve({
   name: 'eventsource',
   version: packageVersion('eventsource'),
   profile: 'eventsource-npm',
-  capabilities: ['get', 'resume', 'raw_events'],
+  capabilities: ['get', 'resume', 'raw_data', 'event_fields'],
   open,
 });

@@ -70,6 +70,6 @@ serve({
   name: 'fetch-event-source',
   version: packageVersion('@microsoft/fetch-event-source'),
   profile: 'fetch-event-source',
-  capabilities: ['get', 'post', 'resume', 'raw_events'],
+  capabilities: ['get', 'post', 'multipart', 'resume', 'raw_data', 'event_fields'],
   open,
 });
