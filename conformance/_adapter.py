@@ -15,7 +15,7 @@ import difflib
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, cast, runtime_checkable
 
 from conformance._case import CAPABILITIES, CAPABILITY_ALIASES, Capability, StreamRequest
 from conformance._evidence import DeliveryLog, ErrorKind
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # annotations only: importing the servers here would load hyp
 __all__ = [
     "ADAPTER_API",
     "API_VERSIONS",
+    "REPORTS",
     "AdapterInfo",
     "AdapterRequest",
     "ClientAdapter",
@@ -34,6 +35,7 @@ __all__ = [
     "HostsLibraryClients",
     "LagCollector",
     "NoiseProbe",
+    "Reports",
     "ResetLimit",
     "Startable",
     "StreamCancelled",
@@ -43,6 +45,10 @@ __all__ = [
     "check_api",
     "check_capabilities",
 ]
+
+
+Reports = Literal["events", "json", "text"]
+REPORTS: tuple[Reports, ...] = ("events", "json", "text")
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,12 @@ class AdapterInfo:
     # (asyncio or anyio sleeps, timeouts and sockets; no threads, no time.sleep), so the
     # kit may run it in virtual time: exact verdicts at the profile's real numbers.
     virtual_time: bool = False
+    # What the adapter reports through ``StreamSink.chunk`` (docs/adapters.md, "What to
+    # report"): "events", each event's data as the wire had it; "json", each event's
+    # parsed object dumped again (an SDK's chunk objects); "text", the answer's text as
+    # the application got it, in any pieces (an SDK's text deltas, a framework's
+    # callback). A "text" client is judged from its text alone (``conformance._text``).
+    reports: Reports = "events"
     # The adapter API the adapter was written against (docs/adapters.md "Versions"):
     # ADAPTER_API for a new adapter. None is read as API 1, with a DeprecationWarning.
     api: int | None = None
@@ -71,6 +83,9 @@ class AdapterInfo:
         # Any iterable of names is taken (a tuple, a set); kept as a frozenset.
         capabilities = check_capabilities(self.capabilities, "AdapterInfo.capabilities")
         api = check_api(self.api, f"AdapterInfo(name={self.name!r}).api")
+        if self.reports not in REPORTS:
+            known = ", ".join(REPORTS)
+            raise ValueError(f"AdapterInfo.reports: {self.reports!r} is not one of {known}")
         object.__setattr__(self, "capabilities", as_of_api(capabilities, api))
         object.__setattr__(self, "api", api)
 

@@ -43,6 +43,7 @@ from conformance._result import (
     Unresponsive,
     verdict_of,
 )
+from conformance._text import from_text
 from conformance.reference._config import ClientPolicy
 from conformance.timing._noise import Noise
 from conformance.timing._rejudge import (
@@ -180,6 +181,7 @@ class SuiteRunner:
 
     def _start_services(self) -> None:
         shared = self._host.loop if self.timing == "virtual" else None
+        self.server.marked = self.info.reports == "text"  # its text alone then tells
         self.server.start(loop=shared)
         self.proxy = FaultProxy(self.server.url, ledger=self.server.ledger).start(loop=shared)
 
@@ -497,13 +499,14 @@ class SuiteRunner:
             noise = Noise.from_ledger(
                 ctx.ledger.lags(), hops=ctx.ledger.hops(), heads=ctx.ledger.heads()
             )
-        return Evidence(
+        evidence = Evidence(
             attempts=ctx.ledger.attempts(),
             connections=ctx.ledger.connections(),
             deliveries=ctx.deliveries.all(),
             started_at=started,
             noise=noise,
         )
+        return from_text(evidence) if self.info.reports == "text" else evidence
 
     async def _breakage(self) -> str | None:
         """The adapter's own account of why it broke (an exec client that exited, with its

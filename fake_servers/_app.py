@@ -131,6 +131,7 @@ class ScriptPlayer:
         self.scenario = scenario  # swapped whole by the server; read once per request
         check_wire_format(wire_format)
         self.wire_format = wire_format
+        self.marked = False  # marked answers (``FakeServer.marked``)
         self.ledger = ledger
         self.max_file_bytes = max_file_bytes
         self.max_body_bytes = max_body_bytes
@@ -405,6 +406,7 @@ class ScriptPlayer:
             attempt=number,
             last_event_id=request.header("last-event-id"),
             call=call,
+            marked=writer.seq if self.marked else None,
         )
         source = plan.data_source
         if source is not None:  # the ledger makes each data event's data again when read

@@ -372,6 +372,11 @@ class AttemptWriter(_Writer):
         """The attempt's 1-based number on its endpoint (1 once the ledger was cleared)."""
         return self._ledger._number(self._key)
 
+    @property
+    def seq(self) -> int:
+        """The attempt's ``seq`` in the ledger (``Attempt.seq``)."""
+        return self._live.record.seq
+
     def update(self, **changes: Any) -> None:
         self._ledger._update(self._key, changes)
 

@@ -22,6 +22,7 @@ from typing import NamedTuple, cast
 from fake_servers._formats import KIT_FORMATS, Answer, WireEvent, answer, get_format
 from fake_servers._ledger import EventKind
 from fake_servers._limits import MAX_WRITE_BYTES
+from fake_servers._marks import mark
 from fake_servers._providers import (
     Call,
     Wire,
@@ -144,7 +145,8 @@ class StreamPlan:
         """
         if type(format_of(self.script.wire)) not in KIT_FORMATS:
             return None
-        return DataSource(self.script.wire, self.script.seed, self.script.path, not self.streams)
+        script = self.script
+        return DataSource(script.wire, script.seed, script.path, not self.streams, script.marked)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -164,6 +166,7 @@ def plan_stream(
     attempt: int,
     last_event_id: str | None,
     call: Call | None = None,
+    marked: int | None = None,
 ) -> StreamPlan:
     """Plan the response to one attempt that the script answers with ``step``.
 
@@ -175,13 +178,15 @@ def plan_stream(
         last_event_id: The request's Last-Event-ID header, if any.
         call: What the request asked for; a provider format answers a request
             that did not ask to stream with its non-streaming reply.
+        marked: The attempt's ledger seq, for a marked answer (``fake_servers._marks``):
+            each token then says which attempt sent it and where it stands.
 
     Returns:
         The status, headers and delay, and the moves to play.
     """
     wire = wire_of(get_format(step.format, path))
     call = call if call is not None else Call(path)
-    script = _Script(step, wire, call, seed, path)
+    script = _Script(step, wire, call, seed, path, marked)
     if not wire.streams(call):
         return _plan_reply(script, attempt)
     headers = (
@@ -206,10 +211,15 @@ class DataSource:
     seed: int
     path: str
     reply: bool
+    marked: int | None = None  # a marked answer's attempt seq (``fake_servers._marks``)
 
     def __call__(self, index: int) -> str:
-        word = answer(self.seed, self.path).token(index)
+        word = _word(self.seed, self.path, self.marked, index)
         return word if self.reply else self.wire.data_event(index, word)[1]
+
+
+def _word(seed: int, path: str, marked: int | None, index: int) -> str:
+    return answer(seed, path).token(index) if marked is None else mark(marked, index)
 
 
 @dataclass(frozen=True)
@@ -221,13 +231,14 @@ class _Script:
     call: Call
     seed: int
     path: str
+    marked: int | None = None  # a marked answer's attempt seq (``fake_servers._marks``)
 
     @property
     def answer(self) -> Answer:
         return answer(self.seed, self.path)
 
     def token(self, index: int) -> str:
-        return self.answer.token(index)
+        return _word(self.seed, self.path, self.marked, index)
 
     def text(self, tokens: list[str], first: int) -> Generator[Yield, None, str]:
         """The whole answer: the tokens before ``first`` made here, then ``tokens`` (sent)."""
@@ -342,7 +353,7 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     if opening:
         yield Send(opening.encode(), events=_frames(opening_frames))
     tokens: list[str] = []  # the answer as it goes, for an ending that repeats it
-    token, data_event, gap = script.answer.token, wire.data_event, step.gap
+    token, data_event, gap = script.token, wire.data_event, step.gap
     ids, comment_every = step.ids, framing.comment_every
     fixed = gap.seconds if gap.kind == "fixed" else None  # no draw to make
     for index in range(first, step.events + 1):

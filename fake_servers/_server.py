@@ -102,6 +102,16 @@ class FakeServer:
         self._player.wire_format = name
 
     @property
+    def marked(self) -> bool:
+        """Whether answers are marked: each token says which attempt sent it and where it
+        stands (``fake_servers._marks``), for a client judged on its text alone."""
+        return self._player.marked
+
+    @marked.setter
+    def marked(self, on: bool) -> None:
+        self._player.marked = on
+
+    @property
     def hosted_on(self) -> asyncio.AbstractEventLoop | None:
         """The loop it was given to serve on (``start(loop=...)``), while it serves there."""
         return self._loop if self._hosted is not None else None

@@ -46,6 +46,7 @@ def _info(name: str, *, on_loop: bool = False) -> AdapterInfo:
         version=anthropic.__version__,
         capabilities=frozenset({"post"}),  # JSON bodies only: no multipart
         api=ADAPTER_API,
+        reports="json",  # each chunk object the SDK yields, dumped again
         profile=PROFILE,
         # A redirect's target (a plain endpoint) answers as the API would, too.
         wire_format="anthropic",
