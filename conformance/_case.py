@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: importing the servers here would load hyp
 __all__ = [
     "CAPABILITIES",
     "CAPABILITY_ALIASES",
+    "REQUEST_FIELDS_SINCE",
     "Capability",
     "Case",
     "CaseContext",
@@ -34,12 +35,14 @@ __all__ = [
     "MultipartBody",
     "Outcome",
     "Play",
+    "RequestUnsupported",
     "SetupFailed",
     "StreamRequest",
     "Verdict",
     "all_cases",
     "catalog_key",
     "get_case",
+    "newer_fields",
     "register",
 ]
 
@@ -220,6 +223,37 @@ class StreamRequest:
     # The consumer asks for comment lines too (keepalive-aware tools); adapters with
     # the "comments" capability then report each one through ``StreamSink.comment``.
     comments: bool = False
+
+
+# The adapter API that added each StreamRequest field. A case whose request sets a field
+# (to anything but its default) newer than the adapter's API is UNSUPPORTED, naming the
+# field: that adapter would ignore it, and be judged on a request it never made.
+REQUEST_FIELDS_SINCE: dict[str, int] = {
+    "path": 1,
+    "method": 1,
+    "headers": 1,
+    "body": 1,
+    "idempotent": 1,
+    "cancel_after": 1,
+    "stream": 1,
+    "client": 1,
+    "last_event_id": 1,
+    "comments": 1,
+}
+
+
+class RequestUnsupported(Exception):
+    """A case's request sets a field newer than the adapter's API (``newer_fields``)."""
+
+
+def newer_fields(request: StreamRequest, api: int) -> list[str]:
+    """The fields ``request`` sets that adapter API ``api`` did not have."""
+    plain = StreamRequest(request.path)
+    return [
+        name
+        for name, since in REQUEST_FIELDS_SINCE.items()
+        if since > api and getattr(request, name) != getattr(plain, name)
+    ]
 
 
 class CaseContext(Protocol):

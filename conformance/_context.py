@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterator
 from typing import Literal
 
 from conformance._adapter import AdapterRequest, ClientAdapter, StreamSink
-from conformance._case import StreamRequest
+from conformance._case import (
+    REQUEST_FIELDS_SINCE,
+    RequestUnsupported,
+    StreamRequest,
+    newer_fields,
+)
 from conformance._evidence import DeliveryLog
 from conformance._result import HarnessError
 from conformance.reference._config import ClientPolicy
@@ -61,6 +66,15 @@ class CaseRun:
             self.ledger.on_change = self.deliveries.on_change = changed.set
 
     def start(self, request: StreamRequest) -> None:
+        info = self._adapter.info
+        newer = newer_fields(request, info.api or 1)
+        if newer:
+            named = ", ".join(f"StreamRequest.{name}" for name in newer)
+            since = max(REQUEST_FIELDS_SINCE[name] for name in newer)
+            raise RequestUnsupported(
+                f"the case sets {named} (adapter API {since}), and {info.name} declares "
+                f"API {info.api}: it would ignore the field"
+            )
         sink = StreamSink(self.deliveries, request.stream)
         adapter_request = AdapterRequest(self.proxy.url + request.path, request)
         task = asyncio.get_running_loop().create_task(self._run(adapter_request, sink))

@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from conformance._adapter import ClientAdapter, HostsLibraryClients, Startable
+from conformance._case import RequestUnsupported
 from conformance._result import HarnessError, LoopBlocked, Unresponsive
 from fake_servers import Ledger
 from fake_servers._noise import LagProbe, Source
@@ -223,7 +224,7 @@ class AdapterHost:
         self._wait(future, timeout, doing, late)
         try:
             return future.result()
-        except HarnessError:
+        except (HarnessError, RequestUnsupported):  # the runner's to read, as they are
             raise
         except Exception as exc:
             raise HarnessError(f"{doing} failed: {type(exc).__name__}: {exc}") from exc

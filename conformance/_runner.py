@@ -29,7 +29,7 @@ from conformance._adapter import (
     NoiseProbe,
     ResetLimit,
 )
-from conformance._case import Case, Outcome, SetupFailed, Verdict
+from conformance._case import Case, Outcome, RequestUnsupported, SetupFailed, Verdict
 from conformance._checks import name_endings
 from conformance._context import CaseRun, quiet_gc
 from conformance._evidence import Evidence
@@ -268,6 +268,16 @@ class SuiteRunner:
 
     # -- one case --------------------------------------------------------------------
     def run(self, case: Case) -> CaseResult:
+        try:
+            return self._run(case)
+        except RequestUnsupported as exc:  # a request field the adapter's API lacks
+            profile = self.profile_for(case.transport)
+            key = profile.key if profile else None
+            return CaseResult(
+                case, Verdict.UNSUPPORTED, key, self.timing, reason=str(exc), skip="capability"
+            )
+
+    def _run(self, case: Case) -> CaseResult:
         started = now()
         profile = self.profile_for(case.transport)
         skipped = self._skip_reason(case, profile)

@@ -156,3 +156,19 @@ def test_a_409_is_never_retried_whatever_the_library_profile_says() -> None:
     assert "the seed's matrix decides" in str(result.outcome)
     seed = _run(ReferenceAdapter, "SC-RETRY-41", "SC-RETRY-42")
     assert {r.verdict for r in seed.values()} == {Verdict.PASS}
+
+
+def test_a_request_field_newer_than_the_adapter_api_is_unsupported_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were ``comments`` added in a later API, an adapter of this one would ignore it:
+    the cases that set it are UNSUPPORTED and say which field, never judged."""
+    from conformance._case import REQUEST_FIELDS_SINCE
+
+    monkeypatch.setitem(REQUEST_FIELDS_SINCE, "comments", ADAPTER_API + 1)
+    results = _run(ReferenceAdapter, "SC-SSE-73", "SC-SSE-41")
+    unsupported = results["SC-SSE-73"]
+    assert unsupported.verdict is Verdict.UNSUPPORTED
+    assert f"StreamRequest.comments (adapter API {ADAPTER_API + 1})" in unsupported.reason
+    assert unsupported.skip == "capability"  # the rule applies: it went unjudged
+    assert results["SC-SSE-41"].verdict is Verdict.PASS  # a request without it: judged
