@@ -34,7 +34,7 @@ from conformance._checks import name_endings
 from conformance._context import CaseRun, quiet_gc
 from conformance._evidence import Evidence
 from conformance._host import BLOCKED, AdapterHost
-from conformance._profiles import Profile, ProfileError, Timing, get_profile
+from conformance._profiles import Profile, ProfileError, Timing, get_profile, longest_duration
 from conformance._result import (
     CaseResult,
     HarnessError,
@@ -72,8 +72,10 @@ __all__ = [
 CASE_TIMEOUT = 60.0  # seconds one case may take before it is an ERROR
 # Seconds of virtual time a case may play before it is an ERROR: far beyond the longest
 # case at the seed's real numbers (a 90 s silence, a 60 s cooldown, a few times over),
-# and some seconds of wall time at the most (a jump costs well under a millisecond).
+# and some seconds of wall time at the most (a jump costs well under a millisecond). A
+# policy with longer durations gets VIRTUAL_ROUNDS of its longest (``virtual_limit``).
 VIRTUAL_LIMIT = 3600.0
+VIRTUAL_ROUNDS = 4
 # The first case's reason, after a client stopped answering: why no later case waits.
 GAVE_UP = (
     "The kit gives up on a client that stops answering its commands: every later case of "
@@ -353,7 +355,8 @@ class SuiteRunner:
             )
 
         try:
-            outcome, evidence, _ = self._play(case, self._policy(case, profile, 1.0), VIRTUAL_LIMIT)
+            policy = self._policy(case, profile, 1.0)
+            outcome, evidence, _ = self._play(case, policy, virtual_limit(policy))
         except HarnessError as exc:
             return error(self._after_error(case, exc))
         escapes = self._host.loop.guard.escapes if self._host.loop is not None else []
@@ -572,6 +575,12 @@ class SuiteRunner:
         self._start_adapter()
         if shared:
             self._start_services()
+
+
+def virtual_limit(policy: ClientPolicy) -> float:
+    """A case's limit in virtual time under ``policy``: VIRTUAL_LIMIT, or VIRTUAL_ROUNDS
+    of its longest duration when that is longer (a 6000 s read timeout, waited out)."""
+    return max(VIRTUAL_LIMIT, VIRTUAL_ROUNDS * longest_duration(policy))
 
 
 def declared_profiles(info: AdapterInfo) -> tuple[Profile, ...]:

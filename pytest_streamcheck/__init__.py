@@ -30,6 +30,8 @@ _EXPORTS = {  # name -> the module to take it from
     **dict.fromkeys(_KIT, "conformance"),
     "ExecAdapter": "pytest_streamcheck._exec",
     "ReferenceAdapter": "pytest_streamcheck._reference",
+    # The thread-per-stream base for synchronous clients (docs/adapters.md, "Sync clients").
+    "ThreadedSyncAdapter": "pytest_streamcheck.clients._py_common",
     "LLMServer": "pytest_streamcheck._llm",
 }
 
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from pytest_streamcheck._exec import ExecAdapter
     from pytest_streamcheck._llm import LLMServer
     from pytest_streamcheck._reference import ReferenceAdapter
+    from pytest_streamcheck.clients._py_common import ThreadedSyncAdapter
 
 __all__ = [
     "ADAPTER_API",
@@ -64,6 +67,7 @@ __all__ = [
     "StreamSink",
     "SuiteRunner",
     "SyncClientAdapter",
+    "ThreadedSyncAdapter",
     "__version__",
 ]
 

@@ -451,7 +451,7 @@ def test_a_multipart_body_of_200k_parts_is_refused_at_once(server: FakeServer) -
         ),
         (
             "[policy]\nstall_timeout = 1e308",
-            "policy.stall_timeout: expected seconds in (0, 3600] for a profile, got 1e+308",
+            "policy.stall_timeout: expected seconds in (0, 86400] for a profile, got 1e+308",
         ),
         (
             '[policy]\nstall_timeout = "eight"',

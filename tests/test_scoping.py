@@ -172,3 +172,16 @@ def test_a_request_field_newer_than_the_adapter_api_is_unsupported_naming_it(
     assert f"StreamRequest.comments (adapter API {ADAPTER_API + 1})" in unsupported.reason
     assert unsupported.skip == "capability"  # the rule applies: it went unjudged
     assert results["SC-SSE-41"].verdict is Verdict.PASS  # a request without it: judged
+
+
+def test_a_real_library_s_long_timeout_is_a_profile_virtual_time_judges() -> None:
+    """A 6000 s silence timeout (a real library's) loads, and virtual time waits it out."""
+    from conformance import get_profile
+    from conformance._runner import VIRTUAL_LIMIT, virtual_limit
+
+    seed = get_profile("seed-eventsource")
+    policy = replace(seed.policy, stall_timeout=6000.0, stall_check_interval=10.0)
+    long = replace(seed, name="long-silence", policy=policy)
+    assert virtual_limit(policy) == 24000.0 > VIRTUAL_LIMIT
+    results = run_suite(ReferenceAdapter, profile=long, select=["SC-STALL-3"], timing="virtual")
+    assert [r.verdict for r in results] == [Verdict.PASS], [r.reason for r in results]

@@ -27,7 +27,7 @@ from conformance._text import from_text
 from fake_servers import Attempt, SentEvent
 from fake_servers._marks import mark
 from pytest_streamcheck._reference import ReferenceAdapter
-from pytest_streamcheck.clients._py_openai import OpenAIAsyncAdapter
+from pytest_streamcheck.clients._py_stainless import OpenAIAsyncAdapter
 
 AREAS = ("RETRY", "COMMIT", "POST", "CANCEL")
 JUDGED = [c.id for c in all_cases() if c.area in AREAS or (c.area == "SSE" and "resume" in c.needs)]

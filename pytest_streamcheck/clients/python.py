@@ -40,37 +40,39 @@ def _needs(library: str, extra: str) -> Callable[[], None]:
 
 
 def _load(module: str, cls: str, extra: str, library: str) -> Any:
+    """An instance of ``cls`` from ``module``; the library missing is an ImportError
+    that names the extra to install (the module, or the adapter as it is made, imports it)."""
     try:
         found = importlib.import_module(f"pytest_streamcheck.clients.{module}")
+        return getattr(found, cls)()
     except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] != library:
+        if exc.name is None or exc.name.split(".")[0] != library:
             raise
         raise ImportError(
             f"the {extra} target drives the {library} library, which is not installed: "
             f"pip install 'pytest-streamcheck[{extra}]'",
             name=library,
         ) from exc
-    return getattr(found, cls)()
 
 
 @with_preflight(_needs("openai", "openai"))
 def openai_adapter() -> ClientAdapter:
     """openai-python's ``OpenAI`` (sync, a thread per stream), streaming chat completions."""
-    adapter: ClientAdapter = _load("_py_openai", "OpenAIAdapter", "openai", "openai")
+    adapter: ClientAdapter = _load("_py_stainless", "OpenAIAdapter", "openai", "openai")
     return adapter
 
 
 @with_preflight(_needs("openai", "openai"))
 def openai_async_adapter() -> ClientAdapter:
     """openai-python's ``AsyncOpenAI``, streaming chat completions."""
-    adapter: ClientAdapter = _load("_py_openai", "OpenAIAsyncAdapter", "openai", "openai")
+    adapter: ClientAdapter = _load("_py_stainless", "OpenAIAsyncAdapter", "openai", "openai")
     return adapter
 
 
 @with_preflight(_needs("anthropic", "anthropic"))
 def anthropic_adapter() -> ClientAdapter:
     """anthropic-sdk-python's ``Anthropic`` (sync, a thread per stream), streaming messages."""
-    adapter: ClientAdapter = _load("_py_anthropic", "AnthropicAdapter", "anthropic", "anthropic")
+    adapter: ClientAdapter = _load("_py_stainless", "AnthropicAdapter", "anthropic", "anthropic")
     return adapter
 
 
@@ -78,7 +80,7 @@ def anthropic_adapter() -> ClientAdapter:
 def anthropic_async_adapter() -> ClientAdapter:
     """anthropic-sdk-python's ``AsyncAnthropic``, streaming messages."""
     adapter: ClientAdapter = _load(
-        "_py_anthropic", "AnthropicAsyncAdapter", "anthropic", "anthropic"
+        "_py_stainless", "AnthropicAsyncAdapter", "anthropic", "anthropic"
     )
     return adapter
 
