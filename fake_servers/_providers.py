@@ -104,6 +104,10 @@ class Wire:
 
     overload_status = 500  # the status a non-streaming reply gets instead of an in-band error
     headers: tuple[tuple[str, str], ...] = ()  # sent with every response on its paths
+    # The opening carries no text and clients do without it (OpenAI's role chunk): a
+    # stream with a BOM leaves it out, so the BOM stands before a line whose loss shows
+    # in the text (SC-SSE-5/6), not before one an SDK never hands over.
+    opening_optional = False
 
     def data_event(self, index: int, token: str) -> WireEvent:
         """The event carrying ``token``, the answer's ``index``-th (1-based)."""
@@ -191,6 +195,7 @@ class OpenAIFormat(Wire):
     requests (the kit's generic clients) get one chunk per token and ``[DONE]``.
     """
 
+    opening_optional = True
     completion_id: str = "chatcmpl-streamcheck"
     model: str = MODEL
     created: int = CREATED

@@ -348,7 +348,8 @@ def _writes(script: _Script, *, first: int, eol: str, rng: random.Random) -> Ite
     if framing.retry_ms is not None:
         retry = PlannedEvent(0, "retry", None, str(framing.retry_ms))
         yield Send(f"retry: {framing.retry_ms}{eol}{eol}".encode(), events=(retry,))
-    opening_frames = wire.opening(script.call)
+    skip_opening = framing.bom and wire.opening_optional  # see Wire.opening_optional
+    opening_frames = () if skip_opening else wire.opening(script.call)
     opening = _frames_text(opening_frames, eol)
     if opening:
         yield Send(opening.encode(), events=_frames(opening_frames))

@@ -632,3 +632,19 @@ def test_a_chat_call_redirected_to_a_get_is_answered_as_the_chat_call(status: in
 def _plain_get(http: httpx.Client, url: str) -> list[ServerSentEvent]:
     with connect_sse(http, "GET", url) as source:
         return [e for e in source.iter_sse() if e.data != "[DONE]"]
+
+
+def test_a_bom_stands_before_a_line_whose_loss_shows_in_the_text() -> None:
+    """With a BOM, OpenAI's text-free role chunk is left out (SC-SSE-5/6): a client that
+    keeps the BOM then loses the first content chunk, which its application would miss."""
+    from fake_servers import Framing
+
+    with FakeServer() as server, httpx.Client(timeout=10) as http:
+        server.script(CHAT, Stream(events=3, framing=Framing(bom=True)))
+        server.script("/v1/plain/chat/completions", Stream(events=3))
+        body = http.post(f"{server.url}{CHAT}", json=REQUESTS["openai"]).content
+        plain = http.post(f"{server.url}/v1/plain/chat/completions", json=REQUESTS["openai"])
+    first = body.removeprefix("\ufeff".encode()).split(b"\n\n")[0]
+    assert body.startswith("\ufeff".encode())
+    assert json.loads(first.removeprefix(b"data: "))["choices"][0]["delta"]["content"]
+    assert b'"role":"assistant"' in plain.content  # without a BOM, the API's opening

@@ -118,8 +118,8 @@ register_row(
         # The client's own wire format (an SDK given another provider's would fail on
         # the format, not the BOM). A BOM left in place spoils the first line's field
         # name: a plain stream's first data line, Anthropic's message_start type, the
-        # Responses API's response.created; OpenAI's opening role chunk carries no
-        # text, so an SDK that hands over text alone cannot show that loss here.
+        # Responses API's response.created, OpenAI's first content chunk (its text-free
+        # role chunk is left out here: Wire.opening_optional).
         play=one_stream(
             lambda p: [Stream(events=EVENTS, framing=Framing(bom=True, split=2, split_random=True))]
         ),
