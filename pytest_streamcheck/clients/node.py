@@ -243,7 +243,7 @@ def _adapter(target: str) -> ExecAdapter:
         known_capabilities(spec),
         spec.profile,
         spec.wire_format,
-        api=ADAPTER_API,  # as the hello of _protocol.mjs says
+        api=ADAPTER_API,  # as the hello of protocol.mjs says
     )
     return adapter
 

@@ -1,7 +1,7 @@
 // What the two Stainless SDKs (openai, @anthropic-ai/sdk) share as an application sees
 // them: the request's headers and prompt, and their errors in the kit's vocabulary.
 
-import { describe, promptOf } from './_protocol.mjs';
+import { describe, promptOf } from './protocol.mjs';
 
 /** The statuses the SDKs' own shouldRetry() retries (x-should-retry overrides them). */
 export function sdkRetries(status, headers) {

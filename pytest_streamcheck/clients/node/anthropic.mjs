@@ -9,7 +9,7 @@
 
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 
-import { packageVersion, serve } from './_protocol.mjs';
+import { packageVersion, serve } from './protocol.mjs';
 import { reportSdkError, sdkRequest } from './_sdk.mjs';
 
 const ERRORS = { APIConnectionError, APIError, APIUserAbortError };

@@ -7,7 +7,7 @@
 
 import { EventSource } from 'eventsource';
 
-import { isTerminal, packageVersion, serve, TERMINAL_EVENTS } from './_protocol.mjs';
+import { isTerminal, packageVersion, serve, TERMINAL_EVENTS } from './protocol.mjs';
 
 // EventSource hands a named event only to listeners of that name: an application listens
 // for the types its API sends. These are the kit's wire formats' types and the few its SSE

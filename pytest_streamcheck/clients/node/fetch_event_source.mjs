@@ -12,7 +12,7 @@
 
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 
-import { describe, fetchBody, isTerminal, packageVersion, serve } from './_protocol.mjs';
+import { describe, fetchBody, isTerminal, packageVersion, serve } from './protocol.mjs';
 
 // The Node shims (docs/clients-node.md): the only globals the library touches.
 if (typeof globalThis.window === 'undefined') {

@@ -9,7 +9,7 @@
 
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 
-import { packageVersion, serve } from './_protocol.mjs';
+import { packageVersion, serve } from './protocol.mjs';
 import { reportSdkError, sdkRequest } from './_sdk.mjs';
 
 const ERRORS = { APIConnectionError, APIError, APIUserAbortError };

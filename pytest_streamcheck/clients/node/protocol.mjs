@@ -217,11 +217,12 @@ class Stream {
  * @param {string} spec.name, spec.version, spec.profile
  * @param {string[]} spec.capabilities
  * @param {string} [spec.format] the wire format it speaks (exec hello's "format")
+ * @param {string} [spec.reports] what its chunks carry: "events", "json" or "text"
  * @param {(stream: Stream, client: (make: () => any) => any) => (void|Promise<void>)} spec.open
  *   Starts one stream; `client(make)` returns the instance for the stream's `client`
  *   name (made on first use, forgotten on reset).
  */
-export function serve({ name, version, profile, capabilities, format, open }) {
+export function serve({ name, version, profile, capabilities, format, reports, open }) {
   const streams = new Map();
   let clients = new Map();
   let stopping = false;
@@ -258,6 +259,7 @@ export function serve({ name, version, profile, capabilities, format, open }) {
         emit({
           type: 'hello', protocol: 1, api: 2, name, version, profile, capabilities, lag_probe: true,
           ...(format ? { format } : {}),
+          ...(reports ? { reports } : {}),
         });
         break;
       case 'configure': // never sent: no adapter here is configurable
