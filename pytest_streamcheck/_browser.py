@@ -24,6 +24,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -71,19 +72,20 @@ CLOSE_GRACE = 2.0  # seconds for the page's shutdown and the context's close
 # 1.3 s (median), 2.8 s (p90) and 6.7 s (max, of 226); a clean-clone CI run so loaded had
 # two past 10 s in 208 cases.
 REOPEN_LIMITS = (1, 2)
+
+
+def _page_script(name: str) -> str:
+    """The kit's own page-side JavaScript, shipped as package files (browser/kit/): the
+    init script, and the functions the adapter evaluates in the page."""
+    path = resources.files("pytest_streamcheck") / "browser" / "kit" / name
+    return path.read_text(encoding="utf-8").rstrip()
+
+
 # The page's command() is called through this wrapper: a throw, or a rejected promise,
 # is the page's protocol breach, reported with its stack (never swallowed).
 # It answers [fault or null, the page's performance.now() as the command arrived]: how
 # late a command reached the page is a lag row of its own (``_record_signal``).
-_SEND = """cmd => {
-  const at = performance.now();
-  try {
-    const r = window.streamcheck.command(cmd);
-    if (r && typeof r.then === "function")
-      r.then(undefined, e => window.__streamcheckFault(cmd.cmd, String((e && e.stack) || e)));
-    return [null, at];
-  } catch (e) { return [String((e && e.stack) || e), at]; }
-}"""
+_SEND = _page_script("send.js")
 # The commands whose trip to the page is a lag row: the kit's reactions that cases time
 # from the kit's own mark (a cancel). Not ``stream``: the herd's 50 starts queue behind
 # one another in Playwright's pipe, which delays no moment a case times, and as rows
@@ -92,142 +94,27 @@ TIMED_COMMANDS = frozenset({"cancel"})
 SILENCE_ENDS_RUN = frozenset({"configure", "reset"})  # a page silent on these is given up
 # When the page first saw a network event of a kind after a page time (the kit's own
 # listener, added before any of the page's), or null after a timeout (ms).
-_SEEN = """([kind, since, timeout]) => window.__streamcheckLag.seen(kind, since, timeout)"""
+_SEEN = _page_script("seen.js")
 # Chromium tells the renderer that the context is online (the page's `online` event) and
 # its network process on separate channels, so a request the page makes on hearing the
 # event can meet a network process still offline and fail (CI: all five requests of a
 # blink, 4-10 ms after the event, none reaching the server). ``online()`` returns once a
 # request of the page's own gets an answer from the page server (any status), so a
 # case's "online() took effect" mark is when the page's network works again.
-_BACK = """async (timeout) => {
-  const end = performance.now() + timeout;
-  for (;;) {
-    try {
-      await fetch(location.origin + "/__streamcheck/online", { cache: "no-store" });
-      return true;
-    } catch (e) {
-      if (performance.now() > end) return false;
-      await new Promise((wake) => setTimeout(wake, 1));
-    }
-  }
-}"""
+_BACK = _page_script("back.js")
 # ``streamcheckEmit`` is the kit's wrapper around the binding. It notes the page's
 # performance.now() at the call, when the client hands its consumer what it reports, so
 # the kit can stamp the delivery then and not when the call reaches Python; and it sends
 # what one task emitted in one binding call (a read of 100 events is 100 emits), each
 # message copied as it was emitted.
-_EMIT = """(() => {
-  let batch = null;
-  const flush = () => { const sent = batch; batch = null; window.__streamcheckEmit(sent); };
-  const copy = (m) => { try { return structuredClone(m); } catch (e) { return m; } };
-  Object.defineProperty(window, "streamcheckEmit", {
-    value: (message) => {
-      if (batch === null) { batch = []; queueMicrotask(flush); }
-      batch.push([copy(message), performance.now()]);
-    },
-    writable: false, configurable: false,
-  });
-  // The lag probe: a timer that measures its own lateness, as the kit's LagProbe does
-  // on its loops. Rows are (due, woke) page times, flat; batches go through the binding.
-  let probe = null;
-  const network = [];  // [kind, page time] of every online/offline event, in order
-  for (const kind of ["online", "offline"])
-    window.addEventListener(kind, () => network.push([kind, performance.now()]), true);
-  const seenAfter = (kind, since) => {
-    const hit = network.find(([k, at]) => k === kind && at >= since);
-    return hit === undefined ? null : hit[1];
-  };
-  const note = (p, entries) => {
-    for (const e of entries)
-      if (!e.name.startsWith(location.origin)) p.net.push(e.name, e.fetchStart, e.responseEnd);
-  };
-  const take = (p) => {
-    if (p.seen !== null) note(p, p.seen.takeRecords());
-    const rows = p.rows, net = p.net, got = p.got;
-    p.rows = []; p.net = []; p.got = [];
-    return [p.token, rows, net, got];
-  };
-  const send = (p) => {
-    if (p.rows.length || p.net.length || p.got.length) window.__streamcheckEmit([], take(p));
-  };
-  // When each fetch's response reached the page's code, flat [url, call, resolved]: the
-  // renderer can run a response's continuation well after Resource Timing's responseEnd
-  // while its timers run on time (CI: 54 ms for a 503, the page's probe quiet), so the
-  // hop back is also measured to here (_browser_network). The page gets fetch's own
-  // Promise; only a side branch of it is noted, and only while a case plays.
-  const fetchOf = window.fetch;
-  if (typeof fetchOf === "function") {
-    const urlOf = (input) => {
-      try {
-        const raw = input instanceof Request ? input.url : String(input);
-        return new URL(raw, location.href).href;
-      } catch (e) { return null; }
-    };
-    window.fetch = function fetch(input, init) {
-      const promise = fetchOf.call(this === undefined ? window : this, input, init);
-      const p = probe, url = p === null ? null : urlOf(input), called = performance.now();
-      const resolved = () => { if (probe === p) p.got.push(url, called, performance.now()); };
-      if (url !== null && !url.startsWith(location.origin)) promise.then(resolved, () => {});
-      return promise;
-    };
-  }
-  // The network hop (_browser_network): each finished request's Resource Timing entry,
-  // flat [url, fetchStart, responseEnd]; the page's own files are not the server's.
-  const watch = (p) => {
-    if (typeof PerformanceObserver !== "function") return null;
-    const seen = new PerformanceObserver((list) => note(p, list.getEntries()));
-    try { seen.observe({type: "resource"}); } catch (e) { return null; }
-    return seen;
-  };
-  Object.defineProperty(window, "__streamcheckLag", {
-    value: Object.freeze({
-      start: (token, interval, every) => {
-        if (probe !== null) return;
-        const p = probe = {token, rows: [], net: [], got: [], timer: 0, flusher: 0, seen: null};
-        p.seen = watch(p);
-        let due = performance.now() + interval;
-        const tick = () => {
-          if (probe !== p) return;
-          const woke = performance.now();
-          p.rows.push(due, woke);
-          due = woke + interval;
-          p.timer = setTimeout(tick, interval);
-        };
-        p.timer = setTimeout(tick, interval);
-        p.flusher = setInterval(() => send(p), every);
-      },
-      take: () => (probe === null ? null : take(probe)),
-      seen: (kind, since, timeout) => new Promise((resolve) => {
-        const until = performance.now() + timeout;
-        const look = () => {
-          const at = seenAfter(kind, since);
-          if (at !== null || performance.now() >= until) resolve(at);
-          else setTimeout(look, 1);
-        };
-        look();
-      }),
-      stop: () => {
-        const p = probe;
-        probe = null;
-        if (p === null) return null;
-        clearTimeout(p.timer); clearInterval(p.flusher);
-        const last = take(p);
-        if (p.seen !== null) p.seen.disconnect();
-        return last;
-      },
-    }),
-    writable: false, configurable: false,
-  });
-})();"""
+_EMIT = _page_script("emit.js")
 # The page's lag probe (``__streamcheckLag``): a setTimeout chain of PROBE_INTERVAL, each
 # wake-up late by as much as the renderer delays any timer or read of the page; its
 # rows reach the kit every LAG_BATCH seconds through the binding and at the case's end
 # (``collect_lag``), mapped onto the kit's clock, as ``Source.PAGE`` (a hosting loop).
 LAG_BATCH = 1.0  # seconds; measured: 0.1 s cost twice the CPU of 1 s (docs/browser.md)
 PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
-_DEFINED = """() => typeof window.streamcheck === "object" && window.streamcheck !== null
-  && typeof window.streamcheck.hello === "function"
-  && typeof window.streamcheck.command === "function" """
+_DEFINED = _page_script("defined.js")
 
 
 class _TimedOut(HarnessError):

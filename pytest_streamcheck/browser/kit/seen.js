@@ -1,0 +1,1 @@
+([kind, since, timeout]) => window.__streamcheckLag.seen(kind, since, timeout)
