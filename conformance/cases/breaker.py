@@ -50,6 +50,7 @@ from conformance.reference import ClientPolicy
 from conformance.timing._noise import Noise
 from conformance.timing._waits import AT_ONCE, Decision, decide, span
 from fake_servers import Attempt, Respond, Stall, Step, Stream, now
+from fake_servers._ledger import link_attempts
 
 __all__: list[str] = []
 
@@ -266,6 +267,21 @@ async def _play_waiters(ctx: CaseContext) -> None:
     )
 
 
+def _given_up(ev: Evidence, probe: Attempt) -> float:
+    """When the probe was over for the client: the server's end of it, or the client's
+    close of its connection when that came first. A client whose own timer gave up on a
+    probe the server was still holding (a loaded machine: CI's 503 came late) closes
+    it, and its next probe, a cooldown later, is not a second one in flight."""
+    end = probe.ended_at if probe.ended_at is not None else math.inf
+    link = link_attempts(ev.attempts, ev.connections).get(probe.seq)
+    if link is None:
+        return end
+    conn = next(c for c in ev.connections if c.seq == link.connection)
+    if conn.closed_by == "client" and conn.closed_at is not None:
+        return min(end, conn.closed_at)
+    return end
+
+
 def _check_single_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
     first = [a for a in ev.attempts if a.number == 1]
     retries = sorted((a for a in ev.attempts if a.number > 1), key=lambda a: a.arrived_at)
@@ -290,7 +306,7 @@ def _check_single_probe(ev: Evidence, policy: ClientPolicy) -> Outcome:
     )
     if not quiet.ok:
         return quiet
-    end = probe.ended_at if probe.ended_at is not None else math.inf
+    end = _given_up(ev, probe)
     crowd = [a for a in retries[1:] if a.arrived_at <= end]
     if crowd:
         return Outcome.failed(
