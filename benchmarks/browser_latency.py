@@ -26,7 +26,7 @@ from browser_support import PAGES, LoopThread, open_stream
 from conformance._adapter import StreamSink
 from conformance._evidence import DeliveryLog
 from fake_servers import now
-from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck.targets._browser import BrowserAdapter
 
 
 async def _offset(adapter: BrowserAdapter, pings: int = 200) -> tuple[float, float]:

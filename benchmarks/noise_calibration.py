@@ -34,7 +34,7 @@ from conformance._case import all_cases, get_case
 from conformance._profiles import get_profile
 from conformance._runner import SuiteRunner
 from conformance.timing import wait_between
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10")
 

@@ -46,7 +46,7 @@ from conformance._adapter import ClientAdapter
 from conformance._result import CaseResult
 from conformance.reference._request import _ssl_context
 from fake_servers._ledger import link_attempts
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 CASES = ("SC-BACKOFF-9", "SC-BACKOFF-10", "SC-BACKOFF-11")
 PROFILES = {"SC-BACKOFF-9": "seed-eventsource", "SC-BACKOFF-10": "seed-fetch"}

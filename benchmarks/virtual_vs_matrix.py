@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from conformance import run_suite
-from pytest_streamcheck._targets import load_target
+from pytest_streamcheck.targets import load_target
 
 MATRIX = Path(__file__).resolve().parent.parent / "docs" / "compatibility" / "matrix.json"
 

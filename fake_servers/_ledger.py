@@ -615,7 +615,7 @@ class Ledger:
 
     def record_head(self, seq: int, at: float) -> None:
         """When attempt ``seq``'s response head reached the client's code at the latest
-        (a browser page's ``fetch`` resolving: ``pytest_streamcheck._browser_network``);
+        (a browser page's ``fetch`` resolving: ``pytest_streamcheck.targets._browser_network``);
         the earliest such record is kept."""
         with self._cond:
             was = self._store.heads.get(seq)
@@ -628,7 +628,7 @@ class Ledger:
 
     def record_hop(self, seq: int, out: float = 0.0, back: float = 0.0) -> None:
         """What attempt ``seq`` spent between the client's code and the server, each way
-        (a browser's network process: ``pytest_streamcheck._browser_network``); the
+        (a browser's network process: ``pytest_streamcheck.targets._browser_network``); the
         largest measurement of each way is kept."""
         with self._cond:
             was_out, was_back = self._store.hops.get(seq, (0.0, 0.0))

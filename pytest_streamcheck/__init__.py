@@ -31,8 +31,8 @@ _KIT = (
 )
 _EXPORTS = {  # name -> the module to take it from
     **dict.fromkeys(_KIT, "conformance"),
-    "ExecAdapter": "pytest_streamcheck._exec",
-    "ReferenceAdapter": "pytest_streamcheck._reference",
+    "ExecAdapter": "pytest_streamcheck.targets._exec",
+    "ReferenceAdapter": "pytest_streamcheck.targets._reference",
     # The thread-per-stream base for synchronous clients (docs/adapters.md, "Sync clients").
     "ThreadedSyncAdapter": "pytest_streamcheck.clients._py_common",
     "LLMServer": "pytest_streamcheck._llm",
@@ -54,10 +54,10 @@ if TYPE_CHECKING:
         SuiteRunner,
         SyncClientAdapter,
     )
-    from pytest_streamcheck._exec import ExecAdapter
     from pytest_streamcheck._llm import LLMServer
-    from pytest_streamcheck._reference import ReferenceAdapter
     from pytest_streamcheck.clients._py_common import ThreadedSyncAdapter
+    from pytest_streamcheck.targets._exec import ExecAdapter
+    from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 __all__ = [
     "ADAPTER_API",

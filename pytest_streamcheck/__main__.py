@@ -205,7 +205,7 @@ def shipped_targets() -> list[str]:
     then the browser's native EventSource."""
     from importlib.metadata import entry_points
 
-    from pytest_streamcheck._targets import ENTRY_POINT_GROUP
+    from pytest_streamcheck.targets import ENTRY_POINT_GROUP
 
     # this kit's own, not another package's registered clients
     ours = (ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.value.startswith(__package__))

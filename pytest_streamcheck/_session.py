@@ -14,7 +14,7 @@ from conformance._result import CaseResult
 from conformance._runner import DEFAULT_PROFILES, aclose_failed
 from pytest_streamcheck._known import KnownFailures, parse_known_failures
 from pytest_streamcheck._settings import Settings
-from pytest_streamcheck._targets import load_target
+from pytest_streamcheck.targets import load_target
 
 __all__ = ["StreamcheckSession"]
 

@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(reporter, "streamcheck-reporter")
         return
     from pytest_streamcheck._session import StreamcheckSession
-    from pytest_streamcheck._targets import TargetError
+    from pytest_streamcheck.targets import TargetError
 
     try:
         state = config.stash[STATE_KEY] = StreamcheckSession(settings)

@@ -15,7 +15,7 @@ import pytest
 from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import StreamRequest
 from conformance._evidence import DeliveryLog
-from pytest_streamcheck._browser_host import BrowserMissing, find_chromium
+from pytest_streamcheck.targets._browser_host import BrowserMissing, find_chromium
 
 __all__ = [
     "PAGES",

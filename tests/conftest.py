@@ -35,8 +35,8 @@ import pytest
 # to map httpcore's exceptions. Importing the network stack here keeps it stable, and
 # saves each run importing (and, as anyio is a pytest plugin, rewriting) it again.
 import conformance.reference._client  # noqa: F401
-import pytest_streamcheck._exec
-import pytest_streamcheck._reference  # noqa: F401
+import pytest_streamcheck.targets._exec
+import pytest_streamcheck.targets._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
 from pytest_streamcheck._llm import LLMSession

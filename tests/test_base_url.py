@@ -93,7 +93,7 @@ def test_an_unknown_default_format_is_refused() -> None:
 @pytest.mark.parametrize("wire_format", ["anthropic", "responses", "gemini"])
 def test_the_reference_passes_in_each_provider_format(wire_format: str) -> None:
     from conformance import run_suite
-    from pytest_streamcheck._reference import ReferenceAdapter
+    from pytest_streamcheck.targets._reference import ReferenceAdapter
 
     ids = ["SC-RETRY-13", "SC-RETRY-39", "SC-COMMIT-3", "SC-POST-1", "SC-STALL-1"]
     results = run_suite(ReferenceAdapter, select=ids, wire_format=wire_format)

@@ -16,9 +16,9 @@ from conformance._profiles import HTML_EVENTSOURCE, get_profile
 from conformance.timing import Noise
 from fake_servers import FakeServer, stream
 from fake_servers._formats import _REGISTRY
-from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser import BrowserAdapter
-from pytest_streamcheck._browser_serve import KIT_DIR
+from pytest_streamcheck.targets import _browser_host
+from pytest_streamcheck.targets._browser import BrowserAdapter
+from pytest_streamcheck.targets._browser_serve import KIT_DIR
 
 pytestmark = pytest.mark.slow
 SHORT_MS = 400  # a reconnection time for a retry: field: a fraction of the default's 3 s

@@ -13,8 +13,8 @@ from browser_support import PAGES, LoopThread, need_chromium, open_stream
 
 from conformance._evidence import DeliveryLog
 from fake_servers import FakeServer, Stall, Stream
-from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck.targets import _browser_host
+from pytest_streamcheck.targets._browser import BrowserAdapter
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from conformance._suite import run_suite
 from conformance.timing import Noise
 from fake_servers import FakeServer, now
 from fake_servers._noise import Source
-from pytest_streamcheck import _browser, _browser_host
-from pytest_streamcheck._browser import BrowserAdapter
+from pytest_streamcheck.targets import _browser, _browser_host
+from pytest_streamcheck.targets._browser import BrowserAdapter
 
 pytestmark = pytest.mark.slow
 

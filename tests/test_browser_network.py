@@ -16,8 +16,13 @@ from conformance._suite import run_suite
 from conformance.timing import Noise, wait_between
 from fake_servers import Attempt, Ledger, Respond
 from fake_servers._noise import Source
-from pytest_streamcheck._browser import BrowserAdapter
-from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
+from pytest_streamcheck.targets._browser import BrowserAdapter
+from pytest_streamcheck.targets._browser_network import (
+    Entry,
+    heads_seen,
+    network_hops,
+    parse_entries,
+)
 
 HOST = "127.0.0.1:8123"
 URL = f"http://{HOST}/v1/stream"

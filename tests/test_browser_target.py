@@ -28,9 +28,8 @@ from conformance._result import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import FakeServer, now, stream
 from fake_servers._script import Respond
-from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
-from pytest_streamcheck._targets import TargetError, load_target
+from pytest_streamcheck.targets import TargetError, _browser_host, load_target
+from pytest_streamcheck.targets._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
 
 pytestmark = pytest.mark.slow
 
@@ -380,7 +379,9 @@ def test_no_browser_is_left_after_a_close_or_a_killed_python() -> None:
         textwrap.dedent(
             """
             from browser_support import browser_processes
-            from pytest_streamcheck._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
+            from pytest_streamcheck.targets._browser import (
+                CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter,
+            )
 
             async def main():
                 adapter = BrowserAdapter(None)

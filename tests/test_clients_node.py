@@ -13,9 +13,9 @@ import pytest
 
 from conformance import Verdict, run_suite
 from fake_servers._noise import Source
-from pytest_streamcheck._exec import ExecAdapter
-from pytest_streamcheck._targets import TargetError, load_target
 from pytest_streamcheck.clients import node
+from pytest_streamcheck.targets import TargetError, load_target
+from pytest_streamcheck.targets._exec import ExecAdapter
 
 try:
     INSTALLED = node.ready_dir()

@@ -27,14 +27,14 @@ from conformance.reference import ClientPolicy
 from fake_servers import Gap, Raw, Respond, Stream, now
 from fake_servers._noise import Source
 from fake_servers._server import FakeServer
-from pytest_streamcheck._exec import (
+from pytest_streamcheck.targets._exec import (
     ExecAdapter,
     ProtocolError,
     parse_event,
     parse_hello,
     stream_command,
 )
-from pytest_streamcheck._exec_protocol import deliver, parse_lag, probes_lag
+from pytest_streamcheck.targets._exec_protocol import deliver, parse_lag, probes_lag
 
 CLIENTS = Path(__file__).parent / "exec_clients"
 NODE_CLIENT = Path(__file__).parent.parent / "examples" / "node-client" / "client.mjs"

@@ -28,7 +28,7 @@ from plugin_targets._pytester import PLAIN, prepare
 
 import conformance._host as host_module
 import conformance.cases._common as cases_module
-import pytest_streamcheck._exec as exec_module
+import pytest_streamcheck.targets._exec as exec_module
 from conformance import Verdict
 from conformance._suite import run_suite
 

@@ -119,7 +119,7 @@ def test_the_first_case_plays_alone_when_the_client_cannot_start(
     case is its ERROR, every later one says so at once."""
     pytester.makepyfile(
         sct_nostart="""
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 STARTS = []
 

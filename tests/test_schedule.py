@@ -20,7 +20,7 @@ from conformance._schedule import (
     Job,
     Planner,
 )
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 
 def _proven(lanes: int = 4) -> Planner:

@@ -22,8 +22,8 @@ from conformance import ADAPTER_API, AdapterInfo, all_cases, get_case, run_suite
 from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import Verdict
 from conformance._result import CaseResult
-from pytest_streamcheck._exec_protocol import ProtocolError, parse_hello
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._exec_protocol import ProtocolError, parse_hello
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 FIELD_ROWS = [c.id for c in all_cases() if "raw_data" in c.needs and c.transport == "get"]
 

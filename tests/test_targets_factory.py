@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from browser_support import need_chromium
 
-from pytest_streamcheck._reference import ReferenceAdapter
-from pytest_streamcheck._targets import load_target
+from pytest_streamcheck.targets import load_target
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_a_factory_that_takes_seed_gets_the_runs(module: types.ModuleType) -> No
 def test_a_missing_dependency_refuses_the_target_before_any_case(
     module: types.ModuleType,
 ) -> None:
-    from pytest_streamcheck._targets import TargetError, with_preflight
+    from pytest_streamcheck.targets import TargetError, with_preflight
 
     def missing() -> None:
         raise TargetError("the thing is not installed: pip install thing")
@@ -63,8 +63,8 @@ def test_the_node_targets_say_how_to_install(
 
 def test_the_hello_timeout_reaches_exec_and_browser_adapters() -> None:
     """--streamcheck-hello-timeout: an exec process's and a page's time to say hello."""
-    from pytest_streamcheck._exec import ExecAdapter
-    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
+    from pytest_streamcheck.targets._exec import ExecAdapter
+    from pytest_streamcheck.targets._exec_protocol import HELLO_TIMEOUT
 
     adapter = load_target("exec:true", hello_timeout=1.5)()
     assert isinstance(adapter, ExecAdapter)

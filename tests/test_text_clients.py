@@ -26,8 +26,8 @@ from conformance._result import CaseResult
 from conformance._text import from_text
 from fake_servers import Attempt, SentEvent
 from fake_servers._marks import mark
-from pytest_streamcheck._reference import ReferenceAdapter
 from pytest_streamcheck.clients._py_stainless import OpenAIAsyncAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 AREAS = ("RETRY", "COMMIT", "POST", "CANCEL")
 JUDGED = [c.id for c in all_cases() if c.area in AREAS or (c.area == "SSE" and "resume" in c.needs)]
@@ -178,7 +178,7 @@ def test_text_no_attempt_sent_is_the_client_s_own_and_stays_visible() -> None:
 
 
 def test_how_an_adapter_reports_is_checked_where_it_is_declared() -> None:
-    from pytest_streamcheck._exec_protocol import ProtocolError, parse_hello
+    from pytest_streamcheck.targets._exec_protocol import ProtocolError, parse_hello
 
     info, _ = parse_hello({"protocol": 1, "api": 2, "reports": "text"}, "argv0")
     assert info.reports == "text"

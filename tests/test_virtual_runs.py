@@ -14,7 +14,7 @@ import pytest
 
 from conformance import HarnessError, Verdict, run_suite
 from conformance._adapter import AdapterRequest, StreamSink
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 ESCAPED = "waited outside the kit's event loop"
 

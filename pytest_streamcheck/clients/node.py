@@ -34,8 +34,8 @@ from pathlib import Path
 
 from conformance._adapter import ADAPTER_API, AdapterInfo
 from conformance._case import CAPABILITIES, Capability
-from pytest_streamcheck._exec import ExecAdapter
-from pytest_streamcheck._targets import TargetError, with_preflight
+from pytest_streamcheck.targets import TargetError, with_preflight
+from pytest_streamcheck.targets._exec import ExecAdapter
 
 __all__ = [
     "ADAPTERS",

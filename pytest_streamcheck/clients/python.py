@@ -14,7 +14,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_streamcheck._targets import TargetError, with_preflight
+from pytest_streamcheck.targets import TargetError, with_preflight
 
 if TYPE_CHECKING:
     from conformance._adapter import ClientAdapter

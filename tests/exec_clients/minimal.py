@@ -24,7 +24,7 @@ from conformance.reference import (
     StreamError,
     StreamingClient,
 )
-from pytest_streamcheck._reference import error_kind
+from pytest_streamcheck.targets._reference import error_kind
 
 
 class Client:

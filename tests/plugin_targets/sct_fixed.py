@@ -10,7 +10,7 @@ from dataclasses import replace
 from conformance import Profile
 from conformance._client_profiles import CLIENT_POLICIES
 from conformance.reference import BackoffConfig
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 __all__ = ["FIXED", "FixedDelayAdapter", "fixed_profile"]
 

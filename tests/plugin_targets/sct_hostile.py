@@ -14,7 +14,7 @@ import httpx
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink
 from conformance._case import Capability
 from conformance.reference import ClientPolicy
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 __all__ = [
     "RELEASE",

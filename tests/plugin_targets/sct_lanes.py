@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field, replace
 
 from conformance._adapter import AdapterRequest, StreamSink
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 __all__ = ["RECORD", "Counting", "Record", "make_adapter"]
 

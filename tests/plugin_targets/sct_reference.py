@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 __all__ = [
     "CRASH",

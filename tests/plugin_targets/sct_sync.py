@@ -10,7 +10,7 @@ from collections.abc import Generator, Iterable
 from conformance._adapter import AdapterInfo, AdapterRequest, StreamSink, SyncClientAdapter
 from conformance._case import Capability, JsonBody, MultipartBody
 from conformance.reference import ClientPolicy, StreamError, SyncStreamingClient
-from pytest_streamcheck._reference import error_kind
+from pytest_streamcheck.targets._reference import error_kind
 
 __all__ = ["HANG_CAP", "SyncReference", "get_only", "hangs_on_post", "streamcheck_adapter", "terse"]
 

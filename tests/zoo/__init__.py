@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
 from conformance.reference import ClientPolicy
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 PolicyChange = Callable[[ClientPolicy], ClientPolicy]
 

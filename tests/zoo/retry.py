@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance._adapter import AdapterRequest, StreamSink
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 from zoo import Expectation, Mutant, _matrix, _policy_mutant, _Sink
 
 retries_401 = _policy_mutant(

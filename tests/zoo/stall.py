@@ -11,7 +11,7 @@ from conformance._adapter import AdapterRequest, StreamSink
 from conformance.reference import StreamingClient
 from conformance.reference._client import EventStream
 from fake_servers import now
-from pytest_streamcheck._reference import ReferenceAdapter
+from pytest_streamcheck.targets._reference import ReferenceAdapter
 from zoo import Expectation, Mutant, _policy_mutant, _Sink
 
 # -- stalls ----------------------------------------------------------------------

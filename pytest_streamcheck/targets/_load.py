@@ -13,9 +13,10 @@ import inspect
 import shlex
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any, TypeVar
+from typing import Any
 
 from conformance._adapter import ClientAdapter
+from pytest_streamcheck.targets._preflight import PREFLIGHT, TargetError, with_preflight
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -27,14 +28,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "streamcheck.clients"
-# A factory may carry a ``preflight()`` that raises TargetError (or ImportError) when
-# what it drives is missing; the target is then refused at once, saying what to install.
-PREFLIGHT = "preflight"
 MODULE_FACTORY = "streamcheck_adapter"
-
-
-class TargetError(ValueError):
-    """A TARGET that cannot be loaded; the message says why and what is valid."""
 
 
 def load_target(
@@ -43,14 +37,14 @@ def load_target(
     """A factory for the adapter TARGET names; nothing is started yet. ``hello_timeout``:
     seconds an ``exec:`` process or a ``browser:`` page has to start and answer hello
     (None: ``HELLO_TIMEOUT``); a Python factory starts its own client."""
-    from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
+    from pytest_streamcheck.targets._exec_protocol import HELLO_TIMEOUT
 
     hello = HELLO_TIMEOUT if hello_timeout is None else hello_timeout
     target = target.strip()
     if not target:
         raise TargetError("empty --streamcheck target; " + describe_targets())
     if target == "reference":
-        from pytest_streamcheck._reference import ReferenceAdapter
+        from pytest_streamcheck.targets._reference import ReferenceAdapter
 
         return lambda: ReferenceAdapter(seed=seed)
     if target.startswith("exec:"):
@@ -60,11 +54,11 @@ def load_target(
             raise TargetError(f"exec: cannot split the command into words: {exc}") from None
         if not argv:
             raise TargetError("exec: needs a command, e.g. exec:node client.mjs")
-        from pytest_streamcheck._exec import ExecAdapter
+        from pytest_streamcheck.targets._exec import ExecAdapter
 
         return lambda: ExecAdapter(argv, hello_timeout=hello)
     if target.startswith("browser:"):
-        from pytest_streamcheck._browser_target import browser_factory
+        from pytest_streamcheck.targets._browser_target import browser_factory
 
         return browser_factory(target[len("browser:") :], hello)
     registered = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
@@ -116,19 +110,6 @@ def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
         return adapter
 
     return make
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def with_preflight(check: Callable[[], None]) -> Callable[[_F], _F]:
-    """Give an adapter factory its ``preflight`` (see PREFLIGHT)."""
-
-    def mark(factory: _F) -> _F:
-        setattr(factory, PREFLIGHT, check)
-        return factory
-
-    return mark
 
 
 def _takes_seed(obj: Any) -> bool:

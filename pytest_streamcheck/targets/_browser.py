@@ -35,11 +35,16 @@ from conformance._result import HarnessError, Unresponsive
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import PROBE_INTERVAL, Source
-from pytest_streamcheck import _browser_host
-from pytest_streamcheck._browser_network import Entry, heads_seen, network_hops, parse_entries
-from pytest_streamcheck._browser_serve import KIT_PREFIX, PageServer
-from pytest_streamcheck._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
-from pytest_streamcheck._exec_protocol import (
+from pytest_streamcheck.targets import _browser_host
+from pytest_streamcheck.targets._browser_network import (
+    Entry,
+    heads_seen,
+    network_hops,
+    parse_entries,
+)
+from pytest_streamcheck.targets._browser_serve import KIT_PREFIX, PageServer
+from pytest_streamcheck.targets._exec import QUOTE_LIMIT, TAIL_IN_MESSAGES
+from pytest_streamcheck.targets._exec_protocol import (
     HELLO_TIMEOUT,
     PROTOCOL_VERSION,
     REPLIES,
@@ -51,7 +56,7 @@ from pytest_streamcheck._exec_protocol import (
     parse_hello,
     stream_command,
 )
-from pytest_streamcheck._peer import OpenStream, Peer
+from pytest_streamcheck.targets._peer import OpenStream, Peer
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conformance._adapter import ClientAdapter
-from pytest_streamcheck._browser_host import BrowserMissing, find_chromium
-from pytest_streamcheck._exec_protocol import HELLO_TIMEOUT
-from pytest_streamcheck._targets import TargetError
+from pytest_streamcheck.targets._browser_host import BrowserMissing, find_chromium
+from pytest_streamcheck.targets._exec_protocol import HELLO_TIMEOUT
+from pytest_streamcheck.targets._preflight import TargetError
 
 __all__ = ["browser_factory"]
 
@@ -20,7 +20,7 @@ def browser_factory(spec: str, hello_timeout: float = HELLO_TIMEOUT) -> Callable
     Raises:
         TargetError: no page at SPEC, or no Playwright or Chromium (saying how to get them).
     """
-    from pytest_streamcheck._browser import NATIVE_PAGES, BrowserAdapter
+    from pytest_streamcheck.targets._browser import NATIVE_PAGES, BrowserAdapter
 
     spec = spec.strip()
     if not spec:

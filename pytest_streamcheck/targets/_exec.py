@@ -40,7 +40,7 @@ from conformance._result import HarnessError, Unresponsive
 from conformance.reference import ClientPolicy
 from fake_servers import now
 from fake_servers._noise import Source
-from pytest_streamcheck._exec_protocol import (
+from pytest_streamcheck.targets._exec_protocol import (
     HELLO_TIMEOUT,
     LAG_EVENT,
     PROTOCOL_VERSION,
@@ -55,7 +55,7 @@ from pytest_streamcheck._exec_protocol import (
     probes_lag,
     stream_command,
 )
-from pytest_streamcheck._peer import OpenStream, Peer
+from pytest_streamcheck.targets._peer import OpenStream, Peer
 
 if TYPE_CHECKING:
     from fake_servers import Ledger

@@ -15,7 +15,7 @@ from typing import Any
 
 from conformance._adapter import AdapterInfo, StreamSink
 from conformance._result import HarnessError
-from pytest_streamcheck._exec_protocol import REPLIES
+from pytest_streamcheck.targets._exec_protocol import REPLIES
 
 __all__ = ["OpenStream", "Peer"]
 
