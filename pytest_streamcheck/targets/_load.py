@@ -16,16 +16,9 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from conformance._adapter import ClientAdapter
-from pytest_streamcheck.targets._preflight import PREFLIGHT, TargetError, with_preflight
+from pytest_streamcheck.targets._preflight import PREFLIGHT, TargetError
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "PREFLIGHT",
-    "TargetError",
-    "describe_targets",
-    "load_target",
-    "with_preflight",
-]
+__all__ = ["ENTRY_POINT_GROUP", "describe_targets", "load_target"]
 
 ENTRY_POINT_GROUP = "streamcheck.clients"
 MODULE_FACTORY = "streamcheck_adapter"
