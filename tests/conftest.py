@@ -83,6 +83,23 @@ def _streamcheck_run(config: pytest.Config) -> bool:
     return bool(config.getoption("streamcheck", None) or config.getini("streamcheck"))
 
 
+# Every warning is an error in the kit's own tests: here, not in pyproject.toml's
+# [tool.pytest.ini_options], which a catalog run from this checkout
+# (pytest --streamcheck=my_library) also reads, and the user's library's warnings are
+# not the kit's to fail.
+STRICT_WARNINGS = (
+    "error",
+    "error::ResourceWarning",
+    "error::pytest.PytestUnraisableExceptionWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _streamcheck_run(config):
+        for line in STRICT_WARNINGS:
+            config.addinivalue_line("filterwarnings", line)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """``python -m pytest`` with no paths runs the whole suite under pytest-xdist.

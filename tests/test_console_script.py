@@ -80,3 +80,21 @@ def test_the_other_commands_are_reachable(tmp_path: Path) -> None:
     assert usage.returncode == 2
     assert "matrix: name at least one TARGET or --from-json FILE" in usage.stderr
     assert _streamcheck("run", cwd=tmp_path).returncode == 2  # no TARGET
+
+
+def test_a_catalog_run_from_the_kit_s_checkout_leaves_a_library_its_warnings() -> None:
+    """The kit's own tests make every warning an error (tests/conftest.py); a catalog run
+    from its checkout does not impose that on the library it judges (issue 28)."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root / "tests" / "plugin_targets")}
+    command = ("-m", "pytest", "-p", "no:cacheprovider", "--streamcheck=sct_warns", ONE, "-q")
+    run = subprocess.run(
+        [sys.executable, *command],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout
