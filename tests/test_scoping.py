@@ -185,3 +185,18 @@ def test_a_real_library_s_long_timeout_is_a_profile_virtual_time_judges() -> Non
     assert virtual_limit(policy) == 24000.0 > VIRTUAL_LIMIT
     results = run_suite(ReferenceAdapter, profile=long, select=["SC-STALL-3"], timing="virtual")
     assert [r.verdict for r in results] == [Verdict.PASS], [r.reason for r in results]
+
+
+@pytest.mark.parametrize(
+    ("preset", "profile"),
+    [("eventsource", "seed-eventsource"), ("fetch", "seed-fetch"), ("pipeline", "seed-pipeline")],
+)
+def test_the_removed_seed_presets_are_back_for_a_release_with_a_warning(
+    preset: str, profile: str
+) -> None:
+    from conformance import get_profile
+    from conformance.reference import ClientPolicy
+
+    with pytest.warns(DeprecationWarning, match=rf"ClientPolicy\.{preset}\(\) is deprecated"):
+        policy = getattr(ClientPolicy, preset)()
+    assert policy == get_profile(profile).policy
