@@ -302,7 +302,10 @@ async def test_blackholed_request_is_abandoned_by_the_stall_watch(
     assert error is None
     assert len(events) == 2
     assert State.STALLED in log.states
-    first, second = proxy.connections()
+    # A third connection is a load's doing, not the client's: beside 2 burners and the
+    # suite, the server once answered the retry later than the 0.3 s watch (a stall
+    # the client then rightly abandoned too). The claim is about the first two.
+    first, second, *_ = proxy.connections()
     assert first.fault == "blackhole"
     # The proxy stamps a connection as its loop accepts it: the first one's stamp may be
     # late by that loop's lag, which shortens the gap (once by 6 ms in CI under xdist).
