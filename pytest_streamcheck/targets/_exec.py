@@ -77,6 +77,12 @@ EXIT_GRACE = 1.0  # after stdout closed: seconds to let the process exit on its 
 PIPE_GRACE = 1.0  # after the exit: seconds to read what is left in the pipes
 EOF_GRACE = 0.5  # after the exit: seconds its last stdout lines get before it is a breach
 EXIT_POLL = 0.1  # seconds between looks at whether the process has exited
+# Before the kit calls a silent process hung: seconds its exit gets to be noticed. The
+# loop learns of an exit from a watcher thread, which a loaded machine runs late (beside
+# 2 burners and the suite, a client that wrote "exiting" and exited was still "running"
+# when its case ended, and was reported hung); a process that is truly hung costs this
+# once, on a path that is an ERROR anyway.
+EXIT_SETTLE = 0.5
 TAIL_IN_MESSAGES = 20  # stderr lines quoted in an error message
 QUOTE_LIMIT = 200  # characters of an offending line quoted in an error message
 # Set in the client's environment to a value of its own, and so inherited by every
@@ -514,7 +520,7 @@ class ExecAdapter(Peer):
         stderr lines); None while it can. An exit not yet reported counts at once."""
         if self._failure is None:
             proc = self._proc
-            if self._closed or proc is None or proc.returncode is None:
+            if self._closed or proc is None or not await _exits_soon(proc):
                 return None
             self._trigger(None)
         return await self._failure_message()
@@ -665,3 +671,12 @@ def _close_transport(proc: asyncio.subprocess.Process) -> None:
     transport = getattr(proc, "_transport", None)
     if transport is not None and not transport.is_closing():
         transport.close()
+
+
+async def _exits_soon(proc: asyncio.subprocess.Process) -> bool:
+    """Whether ``proc`` has exited, or does within EXIT_SETTLE. Polled: ``proc.wait()``
+    wakes only once the pipes close too, and a child it left behind may hold them open."""
+    deadline = asyncio.get_running_loop().time() + EXIT_SETTLE
+    while proc.returncode is None and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(EXIT_POLL / 10)
+    return proc.returncode is not None
