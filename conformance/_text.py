@@ -19,11 +19,9 @@ from dataclasses import replace
 
 from conformance._evidence import Delivery, Evidence
 from fake_servers import Attempt
-from fake_servers._marks import MARK, marks_in
+from fake_servers._marks import complete_up_to, marks_in
 
 __all__ = ["from_text"]
-
-_LONGEST_MARK = 48  # characters a mark split across pieces may hold back
 
 
 def from_text(ev: Evidence) -> Evidence:
@@ -73,7 +71,7 @@ class _Reader:
         self._held += text
         self._at = at
         # Keep back a tail that could be the start of a mark the next piece completes.
-        cut = self._safe_end()
+        cut = complete_up_to(self._held)
         yield from self._read(self._held[:cut], at)
         self._held = self._held[cut:]
 
@@ -81,13 +79,6 @@ class _Reader:
         """What is held back, as of the piece that brought it: the stream moved on."""
         held, self._held = self._held, ""
         yield from self._read(held, self._at)
-
-    def _safe_end(self) -> int:
-        """Where the held text may be read up to: before an open ``" ["`` with no ``]``."""
-        start = self._held.rfind(" [")
-        if start < 0 or "]" in self._held[start:] or len(self._held) - start > _LONGEST_MARK:
-            return len(self._held) if not self._held.endswith(" ") else len(self._held) - 1
-        return start
 
     def _read(self, text: str, at: float) -> Iterator[Delivery]:
         last = 0
@@ -104,7 +95,7 @@ class _Reader:
     def _stray(self, text: str, at: float) -> Iterator[Delivery]:
         """Text between marks: none in a marked answer (the format's own frames carry no
         text), so any is the client's own, and is judged as the chunk it is."""
-        if text.strip() and not MARK.fullmatch(text):
+        if text.strip():
             yield self._chunk(text, at)
 
     def _chunk(self, data: str, at: float, event_id: str | None = None) -> Delivery:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["MARK", "mark", "marks_in"]
+__all__ = ["complete_up_to", "mark", "marks_in"]
 
 # A space, then the attempt's ledger seq and the token's index in brackets.
-MARK = re.compile(r" \[(\d+)\.(\d+)\]")
+_OPEN, _CLOSE = " [", "]"
+_MARK = re.compile(r" \[(\d+)\.(\d+)\]")
+_LONGEST = 48  # characters a mark can span (two 20-digit numbers and its brackets)
 
 
 def mark(seq: int, index: int) -> str:
@@ -28,5 +30,14 @@ def mark(seq: int, index: int) -> str:
 
 def marks_in(text: str) -> Iterator[tuple[int, int, int, int]]:
     """Each mark of ``text``: its attempt's seq, its index, where it starts and ends."""
-    for found in MARK.finditer(text):
+    for found in _MARK.finditer(text):
         yield int(found[1]), int(found[2]), found.start(), found.end()
+
+
+def complete_up_to(text: str) -> int:
+    """Where ``text`` can be read up to: before the start of a mark the next piece of
+    text may complete (an open bracket with no close, or a last space)."""
+    start = text.rfind(_OPEN)
+    if start < 0 or _CLOSE in text[start:] or len(text) - start > _LONGEST:
+        return len(text) - 1 if text.endswith(_OPEN[0]) else len(text)
+    return start

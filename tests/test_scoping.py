@@ -200,3 +200,12 @@ def test_the_removed_seed_presets_are_back_for_a_release_with_a_warning(
     with pytest.warns(DeprecationWarning, match=rf"ClientPolicy\.{preset}\(\) is deprecated"):
         policy = getattr(ClientPolicy, preset)()
     assert policy == get_profile(profile).policy
+
+
+def test_every_request_field_says_which_api_added_it() -> None:
+    """A field added to StreamRequest without its API would never be gated."""
+    from dataclasses import fields
+
+    from conformance._case import REQUEST_FIELDS_SINCE, StreamRequest
+
+    assert set(REQUEST_FIELDS_SINCE) == {f.name for f in fields(StreamRequest)}

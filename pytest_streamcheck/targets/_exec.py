@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import secrets
 import shlex
@@ -507,10 +508,7 @@ class ExecAdapter(Peer):
         """An exit is a breach even when no EOF comes (a process the client started
         holds its stdout open): without this, its streams would be reported as hung.
         Its last lines get EOF_GRACE to arrive first."""
-        # Polled: asyncio has no event for the exit alone (proc.wait() also waits for
-        # every pipe to close, which is what a process holding stdout prevents).
-        while proc.returncode is None:  # noqa: ASYNC110
-            await asyncio.sleep(EXIT_POLL)
+        await _exits(proc, math.inf, EXIT_POLL)
         await asyncio.wait([stdout], timeout=EOF_GRACE)
         if not self._closed:
             self._trigger(None)
@@ -520,7 +518,7 @@ class ExecAdapter(Peer):
         stderr lines); None while it can. An exit not yet reported counts at once."""
         if self._failure is None:
             proc = self._proc
-            if self._closed or proc is None or not await _exits_soon(proc):
+            if self._closed or proc is None or not await _exits(proc, EXIT_SETTLE, EXIT_POLL / 10):
                 return None
             self._trigger(None)
         return await self._failure_message()
@@ -673,10 +671,12 @@ def _close_transport(proc: asyncio.subprocess.Process) -> None:
         transport.close()
 
 
-async def _exits_soon(proc: asyncio.subprocess.Process) -> bool:
-    """Whether ``proc`` has exited, or does within EXIT_SETTLE. Polled: ``proc.wait()``
-    wakes only once the pipes close too, and a child it left behind may hold them open."""
-    deadline = asyncio.get_running_loop().time() + EXIT_SETTLE
-    while proc.returncode is None and asyncio.get_running_loop().time() < deadline:  # noqa: ASYNC110
-        await asyncio.sleep(EXIT_POLL / 10)
+async def _exits(proc: asyncio.subprocess.Process, within: float, every: float) -> bool:
+    """Whether ``proc`` has exited, or does within ``within`` seconds, looked at every
+    ``every``. Polled: asyncio has no event for the exit alone (``proc.wait()`` also
+    waits for every pipe to close, which a process the client left behind prevents)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while proc.returncode is None and loop.time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(every)
     return proc.returncode is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Final, Literal, cast, get_args
 
 from conformance._adapter import (
@@ -164,9 +163,10 @@ def parse_hello(reply: Mapping[str, Any], default_name: str) -> tuple[AdapterInf
         # An exec client that names no adapter API was written against API 1, which
         # had no such field: read as 1 without a word (it cannot see a Python warning).
         api = check_api(reply.get("api", 1), "hello.api")
-        reports = _text(reply, "reports", "hello") or "events"
-        info = AdapterInfo(name, version, capabilities, profile, wire_format, api=api)
-        info = replace(info, reports=cast("Reports", reports))  # checked as it is made
+        reports = cast("Reports", _text(reply, "reports", "hello") or "events")
+        info = AdapterInfo(  # which checks ``reports`` as it is made
+            name, version, capabilities, profile, wire_format, reports=reports, api=api
+        )
     except ValueError as exc:
         raise ProtocolError(str(exc)) from None
     return info, []
