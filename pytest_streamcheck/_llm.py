@@ -366,7 +366,7 @@ def _record_verdict(llm: LLMServer, request: pytest.FixtureRequest) -> None:
     if not verdicts_enabled(request.config):
         return
     verdict = llm.verdicts[-1] if llm.verdicts else llm.verdict()
-    if verdict.findings:
+    if not verdict.clean:  # a finding, or a rule load left undecided
         request.node.stash[VERDICT_ROW_KEY] = {
             "test": request.node.nodeid,
             **verdict.to_json(),

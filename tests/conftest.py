@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import socket
@@ -11,7 +12,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 # Each xdist worker rewrites the asserts of every test module and of the kit (a plugin's
@@ -39,6 +40,7 @@ import pytest_streamcheck.targets._exec
 import pytest_streamcheck.targets._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
+from fake_servers._virtual import kit_calls, virtual_loop
 from pytest_streamcheck._llm import LLMSession
 
 
@@ -160,6 +162,42 @@ def fake_server() -> Iterator[FakeServer]:
     finally:
         server.stop()
     server.check()
+
+
+class OnVirtualLoop:
+    """A virtual-time loop in a thread with a fake server on it. ``run`` plays a test's
+    coroutine there: the server, the client and the test share one jumping clock, so the
+    test's timings are exact whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.loop = virtual_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.server = FakeServer().start(loop=self.loop)
+
+    def run(self, make: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
+        async def body() -> Any:
+            return await make()
+
+        with kit_calls():
+            return asyncio.run_coroutine_threadsafe(body(), self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.server.stop()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
+
+
+@pytest.fixture
+def virtual() -> Iterator[OnVirtualLoop]:
+    """A fake server on a virtual-time loop, and a way to run a client beside it."""
+    on_loop = OnVirtualLoop()
+    try:
+        yield on_loop
+    finally:
+        on_loop.close()
+    on_loop.server.check()
 
 
 class RawConnection:

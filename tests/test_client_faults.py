@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from conftest import OnVirtualLoop
 from test_client_support import (
     SLACK,
     StateLog,
@@ -23,13 +24,13 @@ from conformance.reference import (
     CircuitOpen,
     NotIdempotent,
     Offline,
+    SSEEvent,
     State,
 )
 from fake_servers import FakeServer, Fault, FaultProxy, Gap, LedgerTimeout, Respond, Stream, now
+from fake_servers._virtual import TICK
 
 STAMP_SLACK = 0.03  # how late a loaded proxy loop may stamp a connection it accepts
-
-pytestmark = pytest.mark.asyncio
 
 COOLDOWN = 0.3
 BREAKER = policy(breaker=BreakerConfig(threshold=5, cooldown=COOLDOWN))
@@ -42,77 +43,95 @@ def proxy(fake_server: FakeServer) -> Iterator[FaultProxy]:
         yield running
 
 
-# -- the circuit breaker ---------------------------------------------------------
-async def test_breaker_opens_fails_new_calls_fast_and_closes_after_a_probe(
-    fake_server: FakeServer,
+# -- the circuit breaker (in virtual time: its timings are exact on any machine) ------
+def test_breaker_opens_fails_new_calls_fast_and_closes_after_a_probe(
+    virtual: OnVirtualLoop,
 ) -> None:
     """5 failures open the breaker: the retrying call waits out the cooldown, a new call
     fails fast with CircuitOpen, and the successful probe closes the breaker again."""
-    fake_server.script("/s", *[Respond(503)] * 5, Stream(events=2))
-    log = StateLog()
-    async with make_client(BREAKER) as client:
-        waiting = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
-        await log.reached(State.BREAKER_OPEN)
-        assert client.breaker.state(now()) is BreakerState.OPEN
+    server = virtual.server
+    server.script("/s", *[Respond(503)] * 5, Stream(events=2))
 
-        _, error = await drain(client.stream(fake_server.url + "/s"))
-        assert isinstance(error, CircuitOpen)
-        assert error.until > now()
-        assert len(fake_server.ledger.attempts("/s")) == 5  # the new call sent nothing
+    async def body() -> None:
+        log = StateLog()
+        async with make_client(BREAKER) as client:
+            waiting = asyncio.create_task(drain(client.stream(server.url + "/s", on_state=log)))
+            await log.reached(State.BREAKER_OPEN)
+            assert client.breaker.state(now()) is BreakerState.OPEN
 
-        events, error = await waiting
-        assert error is None
-        assert len(events) == 2
-        assert client.breaker.state(now()) is BreakerState.CLOSED
-        events, error = await drain(client.stream(fake_server.url + "/s"))
-        assert error is None
-    attempts = fake_server.ledger.attempts("/s")
+            _, error = await drain(client.stream(server.url + "/s"))
+            assert isinstance(error, CircuitOpen)
+            assert error.until > now()
+            assert len(server.ledger.attempts("/s")) == 5  # the new call sent nothing
+
+            events, error = await waiting
+            assert error is None
+            assert len(events) == 2
+            assert client.breaker.state(now()) is BreakerState.CLOSED
+            events, error = await drain(client.stream(server.url + "/s"))
+            assert error is None
+
+    virtual.run(body)
+    attempts = server.ledger.attempts("/s")
     assert len(attempts) == 7
-    assert attempts[5].arrived_at - attempts[4].arrived_at >= COOLDOWN  # the probe waited
+    assert attempts[5].arrived_at - attempts[4].arrived_at >= COOLDOWN - TICK  # the probe waited
 
 
-async def test_half_open_admits_exactly_one_probe_among_ten_waiting_streams(
-    fake_server: FakeServer,
+def test_half_open_admits_exactly_one_probe_among_ten_waiting_streams(
+    virtual: OnVirtualLoop,
 ) -> None:
     """Ten streams wait on an open breaker; exactly one probes, the rest follow its success."""
+    server = virtual.server
     slow_fail = Respond(503, delay=0.2)  # all ten first attempts are in flight together
     probe = Stream(events=3, delay=0.1)  # slow enough for the others to ask while it runs
-    fake_server.script("/s", *[slow_fail] * 10, probe)
+    server.script("/s", *[slow_fail] * 10, probe)
     backoff = BackoffConfig(base=0.15, caps=((1, 0.3),))  # retries come after the trip
-    async with make_client(policy(breaker=BREAKER.breaker, backoff=backoff)) as client:
-        logs = [StateLog() for _ in range(10)]
-        results = await asyncio.gather(
-            *(drain(client.stream(fake_server.url + "/s", on_state=log)) for log in logs)
-        )
-    attempts = fake_server.ledger.attempts("/s")
+    logs = [StateLog() for _ in range(10)]
+
+    async def body() -> list[tuple[list[SSEEvent], BaseException | None]]:
+        async with make_client(policy(breaker=BREAKER.breaker, backoff=backoff)) as client:
+            return await asyncio.gather(
+                *(drain(client.stream(server.url + "/s", on_state=log)) for log in logs)
+            )
+
+    results = virtual.run(body)
+    attempts = server.ledger.attempts("/s")
     first_round, later = attempts[:10], attempts[10:]
     assert max(a.arrived_at for a in first_round) < min(a.ended_at or 0 for a in first_round), (
         "precondition: the ten first attempts must overlap"
     )
     assert [len(events) for events, _ in results] == [3] * 10
     assert all(error is None for _, error in results)
-    # Most wait on the open breaker; on a loaded machine a stream whose backoff ends after
-    # the probe succeeded never meets it open (CI: 9 of 10), and still may not flood.
-    assert sum(State.BREAKER_OPEN in log.states for log in logs) >= 5
+    # In virtual time every backoff (at most 0.3 s) ends inside the cooldown: all ten wait.
+    assert sum(State.BREAKER_OPEN in log.states for log in logs) == 10
     assert len(later) == 10  # one probe, then each other stream once: no flood
     probe_attempt = later[0]
     assert probe_attempt.first_byte_at is not None
-    assert all(a.arrived_at > probe_attempt.first_byte_at for a in later[1:])
-    assert probe_attempt.arrived_at - max(a.arrived_at for a in first_round) >= COOLDOWN
+    # The probe's first byte closes the breaker and the rest go in that same instant.
+    assert all(a.arrived_at >= probe_attempt.first_byte_at for a in later[1:])
+    assert all(a.seq > probe_attempt.seq for a in later[1:])
+    assert probe_attempt.arrived_at - max(a.arrived_at for a in first_round) >= COOLDOWN - TICK
 
 
-async def test_failed_probe_reopens_the_breaker(fake_server: FakeServer) -> None:
+def test_failed_probe_reopens_the_breaker(virtual: OnVirtualLoop) -> None:
     """A probe that fails opens the breaker for another full cooldown."""
-    fake_server.script("/s", *[Respond(503)] * 6, Stream(events=1))
-    async with make_client(BREAKER) as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
-    assert error is None
-    arrived = [a.arrived_at for a in fake_server.ledger.attempts("/s")]
+    server = virtual.server
+    server.script("/s", *[Respond(503)] * 6, Stream(events=1))
+
+    async def body() -> BaseException | None:
+        async with make_client(BREAKER) as client:
+            _, error = await drain(client.stream(server.url + "/s"))
+        return error
+
+    assert virtual.run(body) is None
+    arrived = [a.arrived_at for a in server.ledger.attempts("/s")]
     assert len(arrived) == 7
-    assert arrived[5] - arrived[4] >= COOLDOWN
-    assert arrived[6] - arrived[5] >= COOLDOWN
+    # Exactly the cooldown, to the clock's tick: the 503s take no time in virtual time.
+    assert arrived[5] - arrived[4] >= COOLDOWN - TICK
+    assert arrived[6] - arrived[5] >= COOLDOWN - TICK
 
 
+@pytest.mark.asyncio
 async def test_mid_stream_failures_do_not_count_for_the_breaker(fake_server: FakeServer) -> None:
     """Three resumes after the commit with threshold 2: the breaker stays closed."""
     steps = [Stream(events=n, ids=True, end="abort") for n in (2, 4, 6)]
@@ -129,6 +148,7 @@ async def test_mid_stream_failures_do_not_count_for_the_breaker(fake_server: Fak
 
 
 # -- offline and online -----------------------------------------------------------
+@pytest.mark.asyncio
 async def test_no_attempts_while_offline_and_connect_at_once_on_online(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -155,6 +175,7 @@ async def test_no_attempts_while_offline_and_connect_at_once_on_online(
     assert attempts[1].arrived_at - back <= SLACK  # no backoff after online()
 
 
+@pytest.mark.asyncio
 async def test_online_skips_the_remaining_backoff(fake_server: FakeServer) -> None:
     """online() after offline(): the stream connects at once, not after its 2 s backoff."""
     fake_server.script("/s", Respond(503), Stream(events=1))
@@ -171,6 +192,7 @@ async def test_online_skips_the_remaining_backoff(fake_server: FakeServer) -> No
     assert fake_server.ledger.attempts("/s")[1].arrived_at - back <= SLACK
 
 
+@pytest.mark.asyncio
 async def test_online_resets_an_open_breaker(fake_server: FakeServer) -> None:
     """online() closes the breaker: a stream waiting out a 5 s cooldown goes at once."""
     fake_server.script("/s", *[Respond(503)] * 5, Stream(events=1))
@@ -186,6 +208,7 @@ async def test_online_resets_an_open_breaker(fake_server: FakeServer) -> None:
     assert fake_server.ledger.attempts("/s")[5].arrived_at - back <= SLACK
 
 
+@pytest.mark.asyncio
 async def test_offline_cuts_an_open_stream_which_resumes_on_online(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -212,6 +235,7 @@ async def test_offline_cuts_an_open_stream_which_resumes_on_online(
     assert int(second.last_event_id) >= 2
 
 
+@pytest.mark.asyncio
 async def test_offline_surfaces_on_a_committed_stream_without_ids(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -226,6 +250,7 @@ async def test_offline_surfaces_on_a_committed_stream_without_ids(
     await wait_ledger(proxy.ledger, lambda led: led.connections()[0].closed_by is not None, "close")
 
 
+@pytest.mark.asyncio
 async def test_new_stream_waits_while_offline(fake_server: FakeServer, proxy: FaultProxy) -> None:
     """A stream started while offline makes no attempt until online()."""
     fake_server.script("/s", Stream(events=1))
@@ -242,6 +267,7 @@ async def test_new_stream_waits_while_offline(fake_server: FakeServer, proxy: Fa
 
 
 # -- network faults and idempotency ----------------------------------------------
+@pytest.mark.asyncio
 async def test_non_idempotent_post_is_not_resent_after_a_reset(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -257,6 +283,7 @@ async def test_non_idempotent_post_is_not_resent_after_a_reset(
     assert len(fake_server.ledger.attempts("/s")) <= 1
 
 
+@pytest.mark.asyncio
 async def test_idempotent_get_is_retried_after_a_reset(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -270,6 +297,7 @@ async def test_idempotent_get_is_retried_after_a_reset(
     assert len(proxy.connections()) == 2
 
 
+@pytest.mark.asyncio
 async def test_non_idempotent_post_is_retried_when_the_connect_failed(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -288,6 +316,7 @@ async def test_non_idempotent_post_is_retried_when_the_connect_failed(
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_blackholed_request_is_abandoned_by_the_stall_watch(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:
@@ -312,6 +341,7 @@ async def test_blackholed_request_is_abandoned_by_the_stall_watch(
     assert 0.3 - STAMP_SLACK <= second.opened_at - first.opened_at <= 0.35 + SLACK
 
 
+@pytest.mark.asyncio
 async def test_connection_reset_mid_stream_with_ids_resumes(
     fake_server: FakeServer, proxy: FaultProxy
 ) -> None:

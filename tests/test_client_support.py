@@ -16,7 +16,7 @@ from typing import Any
 
 from conformance.reference import ClientPolicy, SSEEvent, State, StateChange, StreamingClient
 from conformance.reference._client import EventStream
-from fake_servers import Ledger
+from fake_servers import Ledger, now
 
 SLACK = 0.5  # seconds of scheduling noise allowed on top of any upper bound
 DEADLINE = 5.0  # the longest any single wait may take before the test fails
@@ -29,6 +29,7 @@ def policy(**changes: Any) -> ClientPolicy:
 
 
 def make_client(pol: ClientPolicy | None = None, **kwargs: Any) -> StreamingClient:
+    kwargs.setdefault("clock", now)  # the kit's clock: virtual on a virtual loop
     return StreamingClient(pol or BASE, rng=random.Random(1234), **kwargs)
 
 

@@ -235,6 +235,28 @@ def test_a_fixed_delay_has_no_jitter_and_a_growing_one_is_clean() -> None:
     assert judge(growing).clean
 
 
+def _server_lag(lag: float) -> Noise:
+    """The server loop's probes over the first 2 s: every wake-up ``lag`` late."""
+    rows = [(t / 100, t / 100 + lag) for t in range(200)]
+    return Noise.from_ledger({"server": rows}, client_probed=False)
+
+
+def test_a_fixed_delay_spread_by_measured_load_is_undecided_never_clean() -> None:
+    """Load only makes a wait longer: a 0.15 s fixed delay woken up to 110 ms late looks
+    like jitter. With the server's loop that late meanwhile the rule is undecided (not
+    ok, not clean); with a quiet loop the same spread is the client's own (clean)."""
+    spread = [rec(1, 0.0, 503), rec(2, 0.15, 503), rec(3, 0.36, 503), rec(4, 0.62, 503)]
+    spread += [ok(5, 0.92)]  # waits of 0.15, 0.21, 0.26, 0.30 s
+    loaded = judge(spread, noise=_server_lag(0.08))
+    assert (loaded.findings, [f.rule for f in loaded.undecided]) == ((), ["V-BACKOFF-NO-JITTER"])
+    assert not loaded.ok
+    assert not loaded.clean
+    assert "UNDECIDED MUST V-BACKOFF-NO-JITTER" in loaded.render()
+    assert judge(spread, noise=_server_lag(0.001)).clean
+    growing = [rec(1, 0.0, 503), rec(2, 0.25, 503), rec(3, 0.75, 503), ok(4, 1.75)]
+    assert judge(growing, noise=_server_lag(0.08)).clean  # 0.25, 0.5, 1.0 s: load cannot
+
+
 def _profile(**changes: Any) -> Profile:
     policy = ClientPolicy(
         backoff=BackoffConfig(base=0.2, caps=((1, 2.0),), jitter=0.5),
@@ -842,10 +864,14 @@ def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
     """A client with one mistake gets exactly the MUST (or SHOULD) finding for it."""
     row = WRONG[name]
     verdict = _judge_run(llm_server, row)
+    # Load never makes a wrong client pass: the mistake is found, or its rule undecided.
+    assert not verdict.clean, verdict.render()
     if row.must and not musts(verdict):
         # The verdict never blames on doubt: on a loaded machine (CI's xdist workers) the
-        # 20 ms "no backoff" bound was once unprovable (waits measured late). Played
-        # again, on a fresh ledger, the mistake must be found.
+        # 20 ms "no backoff" bound was once unprovable (waits measured late), and a fixed
+        # delay woken late looked like jitter (undecided). Played again, on a fresh
+        # ledger, the mistake must be found.
+        assert {f.rule for f in verdict.undecided} == row.must, verdict.render()
         verdict = _judge_run(llm_server, row)
     assert musts(verdict) == row.must, verdict.render()
     if row.should:

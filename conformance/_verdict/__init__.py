@@ -145,8 +145,9 @@ def judge(
         scale=profile.test_scale if profile is not None and timing == "test" else 1.0,
         noise=noise if noise is not None else Noise(),
     )
-    findings = [f for rule in _RULE_FUNCS for f in rule(ins)]
-    findings.sort(key=lambda f: (f.level != "MUST", min(f.attempts, default=0)))
+    found = [f for rule in _RULE_FUNCS for f in rule(ins)]
+    found.sort(key=lambda f: (f.level != "MUST", min(f.attempts, default=0)))
+    findings = [f for f in found if not f.undecided]
     calls = tuple(
         Call(
             number=n,
@@ -160,6 +161,7 @@ def judge(
     )
     return AppVerdict(
         findings=tuple(findings),
+        undecided=tuple(f for f in found if f.undecided),
         calls=calls,
         not_judged=_not_judged(ins),
         profile=None if profile is None else f"{profile.key} ({timing} timing)",

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from conformance._verdict._calls import Inputs, Look, RetryWait
 from conformance._verdict._judges_breaker import breaker_threshold
 from conformance._verdict._result import Finding, make_finding
+from conformance.timing._noise import LAG_FACTOR
 
 __all__ = [
     "FIXED_MIN_DELAYS",
@@ -77,20 +78,51 @@ def fixed_schedule(ins: Inputs) -> Iterator[Finding]:
         # Each wait as measured from the earliest moment the client could react: the
         # lower bound's slack (the server's lag where it stamped) differs from wait to
         # wait and would spread one fixed delay over more than the band.
-        delays = [wait.ceiling for wait in _backoff_delays(ins, looks)]
+        waits = _backoff_delays(ins, looks)
+        delays = [wait.ceiling for wait in waits]
         if len(delays) < FIXED_MIN_DELAYS:
             continue
         mid = statistics.median(delays)
         band = max(FIXED_TOLERANCE, 0.02 * mid)
+        enough = max(FIXED_MIN_DELAYS, FIXED_SHARE * len(delays))
+        seqs = [look.seq for look in looks]
         alike = sum(abs(d - mid) <= band for d in delays)
-        if mid >= MIN_FIXED_DELAY and alike >= max(FIXED_MIN_DELAYS, FIXED_SHARE * len(delays)):
+        if mid >= MIN_FIXED_DELAY and alike >= enough:
             yield make_finding(
                 "V-BACKOFF-NO-JITTER",
-                [look.seq for look in looks],
+                seqs,
                 f"{alike} of {len(delays)} retries came {mid:.3f} s (within {band * 1000:.0f} "
                 "ms) after the failure: a fixed delay, neither growing nor jittered",
                 call=number,
             )
+            continue
+        late = _late_by_load(ins, looks)
+        if late > 0 and _fits_one_delay(delays, band + late, enough):
+            yield make_finding(
+                "V-BACKOFF-NO-JITTER",
+                seqs,
+                f"the retries came {min(delays):.3f}-{max(delays):.3f} s after the failure: "
+                f"one fixed delay made up to {late * 1000:.0f} ms late by the load the "
+                "kit measured would look the same, and so would jitter",
+                call=number,
+                undecided=True,
+            )
+
+
+def _late_by_load(ins: Inputs, looks: Sequence[Look]) -> float:
+    """How late load could have made the client's wake-ups during the call: its own
+    lateness is not probed (an application's code), so the harness's lag meanwhile,
+    which the same machine's load causes, stands for it. 0 when nothing was measured."""
+    if not ins.noise.measured:
+        return 0.0
+    return LAG_FACTOR * ins.noise.lag(looks[0].a.arrived_at, looks[-1].a.arrived_at)
+
+
+def _fits_one_delay(delays: Sequence[float], reach: float, enough: float) -> bool:
+    """Whether ``enough`` delays fit one fixed delay that load only ever lengthens: all
+    at most ``reach`` above the shortest of them."""
+    low = min(delays)
+    return low >= MIN_FIXED_DELAY and sum(d - low <= reach for d in delays) >= enough
 
 
 def envelope(ins: Inputs) -> Iterator[Finding]:

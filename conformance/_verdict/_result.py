@@ -33,12 +33,16 @@ class Finding:
     observed: str
     advice: str
     call: int | None = None  # the logical call's number, when the finding is about one
+    # True: the records fit the mistake and a correct client alike, because the load the
+    # kit measured meanwhile could explain the difference. Neither a finding nor clean.
+    undecided: bool = False
 
     def render(self) -> str:
         seqs = ", ".join(f"#{s}" for s in self.attempts) or "none"
         where = f"call {self.call}, " if self.call is not None else ""
+        head = "UNDECIDED " if self.undecided else ""
         return (
-            f"{self.level} {self.rule}: {self.title} ({where}attempts {seqs})\n"
+            f"{head}{self.level} {self.rule}: {self.title} ({where}attempts {seqs})\n"
             f"    observed: {self.observed}\n"
             f"    source:   {self.source}\n"
             f"    advice:   {self.advice}"
@@ -77,16 +81,19 @@ class AppVerdict:
     profile: str | None = None
     app_output: str | None = None
     error: str | None = None
+    # Rules the records could not decide under the measured load (``Finding.undecided``):
+    # a wrong client must not pass because load hid its mistake, so these are not ok.
+    undecided: tuple[Finding, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """No MUST finding."""
-        return not any(f.level == "MUST" for f in self.findings)
+        """No MUST finding, and no MUST rule left undecided."""
+        return not any(f.level == "MUST" for f in (*self.findings, *self.undecided))
 
     @property
     def clean(self) -> bool:
-        """No finding at all."""
-        return not self.findings
+        """No finding at all, and nothing undecided."""
+        return not self.findings and not self.undecided
 
     def rules(self) -> tuple[str, ...]:
         """The rule ids found, in order."""
@@ -105,7 +112,14 @@ class AppVerdict:
             f"{len(self.findings) - must} SHOULD)"
             if self.findings
             else "streamcheck verdict: clean"
+            if not self.undecided
+            else "streamcheck verdict: no finding"
         )
+        if self.undecided:
+            head += (
+                f"; {len(self.undecided)} rule(s) undecided under the measured load "
+                "(play the test again on a quieter machine)"
+            )
         attempts = sum(len(c.attempts) for c in self.calls)
         produced = (
             "no app output given"
@@ -119,6 +133,7 @@ class AppVerdict:
             f"{self.error if self.error is not None else 'none given'}",
             *(c.render() for c in self.calls),
             *(f.render() for f in self.findings),
+            *(f.render() for f in self.undecided),
         ]
         if self.not_judged:
             lines.append("not judged: " + "; ".join(self.not_judged))
@@ -131,6 +146,7 @@ class AppVerdict:
         return {
             "ok": self.ok,
             "findings": [f.to_json() for f in self.findings],
+            "undecided": [f.to_json() for f in self.undecided],
             "calls": [c.to_json() for c in self.calls],
             "not_judged": list(self.not_judged),
             "profile": self.profile,
@@ -158,4 +174,5 @@ def make_finding(rule_id: str, attempts: Sequence[int], observed: str, **kw: Any
         observed=observed,
         advice=rule.advice,
         call=kw.pop("call", None),
+        undecided=kw.pop("undecided", False),
     )
