@@ -77,6 +77,9 @@ class DeliveryLog:
         self._cond = threading.Condition()
         self._items: list[Delivery] = []
         self.on_change: Callable[[], None] | None = None  # as ``Ledger.on_change``
+        # Told each stream that ends (done or an error), by name: a run of many streams
+        # waits on each without scanning every delivery (a weather run's users).
+        self.on_end: Callable[[str, bool], None] | None = None  # (stream, ended in error)
 
     def record(self, delivery: Delivery) -> None:
         with self._cond:
@@ -84,6 +87,8 @@ class DeliveryLog:
             self._cond.notify_all()
             if self.on_change is not None:
                 self.on_change()
+            if self.on_end is not None and delivery.kind in ("done", "error"):
+                self.on_end(delivery.stream, delivery.kind == "error")
 
     def add(
         self, stream: str, kind: DeliveryKind, *, at: float | None = None, **fields: Any

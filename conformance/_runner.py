@@ -265,6 +265,12 @@ class SuiteRunner:
             return "virtual"
         return "test" if "configurable" in self.info.capabilities else "real"
 
+    def play_unscaled(self) -> None:
+        """Play at the client's own numbers from here: virtual time for a client that
+        can take it, else real time (never test timing's scaled policy). For runs whose
+        faults are in real seconds (a weather): call it once the runner started."""
+        self._timing = "virtual" if self.info.virtual_time else "real"
+
     def profile_for(self, transport: str) -> Profile | None:
         return next((p for p in self.profiles if transport in p.transports), None)
 

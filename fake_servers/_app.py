@@ -54,7 +54,7 @@ from fake_servers._render import (
     plan_stream,
     retry_hint,
 )
-from fake_servers._script import Endpoint, Headers, Raw, Respond, Scenario, Stream
+from fake_servers._script import Endpoint, Headers, Planner, Raw, Respond, Scenario, Stream
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -132,6 +132,7 @@ class ScriptPlayer:
         check_wire_format(wire_format)
         self.wire_format = wire_format
         self.marked = False  # marked answers (``FakeServer.marked``)
+        self.planner: Planner | None = None  # steps chosen by a plan (``FakeServer.load``)
         self.ledger = ledger
         self.max_file_bytes = max_file_bytes
         self.max_body_bytes = max_body_bytes
@@ -172,6 +173,12 @@ class ScriptPlayer:
             return
         assert endpoint is not None  # _route_check rejects unknown paths
         step_index, step = endpoint.step_for(number)
+        if self.planner is not None:
+            planned = self.planner(
+                request.path, number, arrived_at, request.header("last-event-id")
+            )
+            if planned is not None:
+                step_index, step = planned
         writer.update(step=step_index, ending=step.end if isinstance(step, Stream) else None)
         if isinstance(step, Respond):
             self._note_redirect(step, scenario, _call(request, body))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -43,6 +44,7 @@ __all__ = [
     "Headers",
     "LineEnding",
     "Method",
+    "Planner",
     "Raw",
     "RawEnd",
     "Respond",
@@ -255,6 +257,9 @@ class Raw:
 
 
 Step = Respond | Stream | Raw
+# Chooses an attempt's (step index, step) from its path, attempt number, arrival time and
+# Last-Event-ID, instead of the endpoint's list (None: the list's): a weather's plan.
+Planner = Callable[[str, int, float, str | None], tuple[int, Step] | None]
 
 
 def _typed(name: str, value: object, kind: type, expected: str) -> None:

@@ -29,7 +29,7 @@ from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
 from fake_servers._listen import listening_socket
 from fake_servers._noise import LagProbe, Source
-from fake_servers._script import Endpoint, Method, Scenario, Step, Then
+from fake_servers._script import Endpoint, Method, Planner, Scenario, Step, Then
 from fake_servers._virtual import kit_calls
 
 __all__ = ["FakeServer", "ServerError"]
@@ -122,9 +122,15 @@ class FakeServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
-    def load(self, scenario: Scenario) -> None:
-        """Replace every endpoint; clear the ledger (and so the attempt counters)."""
+    def load(self, scenario: Scenario, *, planner: Planner | None = None) -> None:
+        """Replace every endpoint; clear the ledger (and so the attempt counters).
+
+        ``planner``: decides each attempt's step instead of the endpoint's list, from
+        the path, the attempt number, when it arrived and its Last-Event-ID (a weather
+        run's plan, ``conformance.weather``); None for it to return the scenario's.
+        """
         vocabulary(scenario.seed)  # build the words now, not in the first request
+        self._player.planner = planner
         self._player.scenario = scenario
         self.ledger.clear()
 
@@ -135,7 +141,9 @@ class FakeServer:
         endpoint = Endpoint(path=path, steps=steps, method=method, then=then)
         old = self.scenario
         others = tuple(e for e in old.endpoints if e.path != path)
-        self.load(Scenario(endpoints=(*others, endpoint), seed=old.seed))
+        self.load(
+            Scenario(endpoints=(*others, endpoint), seed=old.seed), planner=self._player.planner
+        )
 
     def reset(self) -> None:
         """No endpoints and an empty ledger (the seed stays)."""

@@ -25,6 +25,7 @@ __all__ = [
     "httpx_sse_adapter",
     "openai_adapter",
     "openai_async_adapter",
+    "textbook_adapter",
 ]
 
 
@@ -90,3 +91,10 @@ def httpx_sse_adapter() -> ClientAdapter:
     """httpx-sse's ``aconnect_sse`` over an ``httpx.AsyncClient``, GET and POST."""
     adapter: ClientAdapter = _load("_py_httpx_sse", "HttpxSSEAdapter", "httpx-sse", "httpx_sse")
     return adapter
+
+
+def textbook_adapter() -> ClientAdapter:
+    """The seed article's textbook client (fetch, no resilience): the weather's baseline."""
+    from pytest_streamcheck.clients._py_textbook import TextbookAdapter
+
+    return TextbookAdapter()

@@ -1,0 +1,43 @@
+"""Network weather: how many streams finish, intact, and at what cost to the backend.
+
+A weather (``Weather``) is a named fault mix over a stream's life; a weather run drives
+many streams from many users through a client and measures the outcome
+(``WeatherMetrics``) from the ledger and what the client delivered.
+"""
+
+from conformance.weather._catalog import WEATHERS, get_weather, load_weather, parse_weather
+from conformance.weather._metrics import Rate, StreamOutcome, WeatherMetrics, outcome_of, summarize
+from conformance.weather._model import FAULT_KINDS, FaultKind, FaultRate, Shape, Weather
+from conformance.weather._plan import WeatherPlan, fault_of, stream_path
+from conformance.weather._run import (
+    DEFAULT_STREAMS,
+    DEFAULT_USERS,
+    WeatherRun,
+    estimate,
+    run_weather,
+)
+
+__all__ = [
+    "DEFAULT_STREAMS",
+    "DEFAULT_USERS",
+    "FAULT_KINDS",
+    "WEATHERS",
+    "FaultKind",
+    "FaultRate",
+    "Rate",
+    "Shape",
+    "StreamOutcome",
+    "Weather",
+    "WeatherMetrics",
+    "WeatherPlan",
+    "WeatherRun",
+    "estimate",
+    "fault_of",
+    "get_weather",
+    "load_weather",
+    "outcome_of",
+    "parse_weather",
+    "run_weather",
+    "stream_path",
+    "summarize",
+]
