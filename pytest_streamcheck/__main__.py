@@ -5,10 +5,13 @@ pytest project.
 with no pytest project needed (docs/matrix.md#streamcheck-run); ``matrix TARGET [TARGET ...]
 --out DIR [-j N] [--timeout S] [--from-json FILE ...] [-- ARGS]`` runs each target as its
 own pytest run and renders the compatibility matrix (docs/matrix.md); ``verify DIR
-[--require-conformant]`` checks a certification bundle (docs/certification.md).
+[--require-conformant]`` checks a certification bundle (docs/certification.md);
+``weather TARGET [TARGET ...] --weather NAME`` plays a network weather through clients
+and measures how many streams finish (docs/weather.md).
 Exit codes: run: pytest's. matrix: 0 every column has a report and none erred on all it
 played, 1 otherwise, 2 usage. verify: 0 intact and complete (and conformant, when
-required), 1 not, 2 usage.
+required), 1 not, 2 usage. weather: 0 every run measured and every --require met, 1 not,
+2 usage.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         "--junitxml=junit.xml, --streamcheck-certify=cert, ...)",
     )
     _matrix_parser(commands)
+    from pytest_streamcheck._weather_cli import add_parser as add_weather
+
+    add_weather(commands)
     verify = commands.add_parser(
         "verify",
         help="check a certification bundle (--streamcheck-certify DIR)",
@@ -209,7 +215,8 @@ def shipped_targets() -> list[str]:
 
     # this kit's own, not another package's registered clients
     ours = (ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.value.startswith(__package__))
-    names = sorted({ep.name for ep in ours})
+    # the textbook client is the weather's baseline, not a library: no matrix column
+    names = sorted({ep.name for ep in ours} - {"textbook"})
     return [*names, "browser:eventsource"]
 
 
@@ -225,6 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command == "run":
         return _run(args, extra)
+    if args.command == "weather":
+        if extra:
+            print("weather: takes no arguments after --", file=sys.stderr)
+            return 2
+        from pytest_streamcheck._weather_cli import main as weather_main
+
+        return weather_main(args)
     if args.command == "verify":
         if extra:
             print("verify: takes no arguments after --", file=sys.stderr)

@@ -231,4 +231,6 @@ def make_items(session: pytest.Session, state: StreamcheckSession) -> list[pytes
             mark = pytest.mark.xfail(reason=f"known failure: {reason}", raises=CaseFailed, **strict)
             item.add_marker(mark)
         items.append(item)
-    return items
+    from pytest_streamcheck._weather_item import weather_items
+
+    return [*items, *weather_items(suite, state)]

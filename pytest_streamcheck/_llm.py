@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from conformance._profiles import Profile, Timing
     from conformance._verdict import AppVerdict
     from conformance.timing import Noise
+    from conformance.weather import Weather
+    from conformance.weather._session import WeatherSession
     from fake_servers import FakeServer, FaultProxy, Ledger, Scenario, Step
     from fake_servers._script import Method, Then
 
@@ -172,6 +174,22 @@ class LLMServer:
     def load(self, scenario: Scenario) -> None:
         """Replace every endpoint with a scenario (e.g. from ``fake_servers.load_scenario``)."""
         self.server.load(scenario)
+
+    def weather(
+        self, weather: str | Weather, *, streams: int = 100, seed: int = 0, scale: float = 1.0
+    ) -> WeatherSession:
+        """Play a network weather (docs/weather.md) instead of endpoints: stream ``n`` is at
+        ``session.url(n)`` (a base URL; an SDK appends its API path, e.g. ``+ "/v1"`` for
+        OpenAI's), ``session.record(n, text=...)`` or ``(n, error=...)`` says what the app
+        got, and ``session.metrics().require("completion >= 0.99")`` judges the run.
+        ``scale`` multiplies the weather's durations (0.01: a 60 s gap takes 0.6 s)."""
+        from conformance.weather import get_weather
+        from conformance.weather._session import WeatherSession
+
+        chosen = get_weather(weather) if isinstance(weather, str) else weather
+        if scale != 1.0:
+            chosen = chosen.scaled(scale)
+        return WeatherSession(self.server, self.url, chosen, streams=streams, seed=seed)
 
     # -- the network ------------------------------------------------------------------
     def offline(self, seconds: float | None = None) -> None:
@@ -333,7 +351,8 @@ class LLMSession:
         """The pair, reset for a new test."""
         assert self.proxy is not None, "start() the session first"
         self.proxy.clear()  # online, passthrough, nothing queued
-        self.server.reset()  # no endpoints, empty ledger
+        self.server.reset()  # no endpoints, empty ledger, no weather's plan
+        self.server.marked = False  # plain answers again after a test's weather
         return LLMServer(self.server, self.proxy)
 
 

@@ -8,7 +8,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -107,6 +107,29 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "what an INCONCLUSIVE case (real time: the measured noise hid the verdict) does to "
         "the run: fail (default: a pytest error) or skip; the run is not conformant either way",
     ),
+    (
+        "--streamcheck-weather",
+        "streamcheck_weather",
+        "also play these network weathers through the client (comma-separated: shipped "
+        "names or .toml files), one test each, streamcheck::WEATHER-NAME (docs/weather.md)",
+    ),
+    (
+        "--streamcheck-weather-streams",
+        "streamcheck_weather_streams",
+        "streams in a weather test (default 300), from --streamcheck-weather-users users",
+    ),
+    (
+        "--streamcheck-weather-users",
+        "streamcheck_weather_users",
+        "users streaming at once in a weather test (default 30)",
+    ),
+    (
+        "--streamcheck-weather-require",
+        "streamcheck_weather_require",
+        "thresholds a weather test must meet, ';'-separated, e.g. "
+        "'completion >= 0.99; duplicated_tokens == 0' (default: none; the test then fails "
+        "only when the run could not be measured)",
+    ),
 )
 FLAGS = ("--streamcheck-strict", "--streamcheck-verdicts")  # on/off options (ini: bool)
 # What --help shows as each valued option's argument.
@@ -124,6 +147,10 @@ METAVARS = {
     "--streamcheck-lanes": "N",
     "--streamcheck-certify": "DIR",
     "--streamcheck-inconclusive": "fail|skip",
+    "--streamcheck-weather": "NAME[,NAME]",
+    "--streamcheck-weather-streams": "N",
+    "--streamcheck-weather-users": "M",
+    "--streamcheck-weather-require": "CONDITION[;CONDITION]",
 }
 
 TIMINGS = ("auto", "virtual", "test", "real")
@@ -147,6 +174,10 @@ class Settings:
     wire_format: str | None = None  # None: the client's declared one, else by path
     hello_timeout: float | None = None  # None: the adapters' own HELLO_TIMEOUT
     inconclusive: str = "fail"  # what an INCONCLUSIVE case is to pytest: an error, or a skip
+    weathers: tuple[str, ...] = ()  # --streamcheck-weather: one weather test each
+    weather_streams: int = 300
+    weather_users: int = 30
+    weather_require: tuple[str, ...] = ()
 
 
 def _value(config: pytest.Config, option: str, ini: str) -> str | None:
@@ -196,7 +227,58 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         inconclusive=_inconclusive(
             _value(config, "--streamcheck-inconclusive", "streamcheck_inconclusive")
         ),
+        **_weather(config),
     )
+
+
+def _weather(config: pytest.Config) -> dict[str, Any]:
+    """The weather tests' settings, each checked now: a bad name is a usage error before
+    the first case, not an ERROR after the whole suite."""
+    names = _value(config, "--streamcheck-weather", "streamcheck_weather") or ""
+    weathers = tuple(n.strip() for n in names.split(",") if n.strip())
+    streams = _count(
+        _value(config, "--streamcheck-weather-streams", "streamcheck_weather_streams"),
+        300,
+        "--streamcheck-weather-streams",
+    )
+    users = _count(
+        _value(config, "--streamcheck-weather-users", "streamcheck_weather_users"),
+        30,
+        "--streamcheck-weather-users",
+    )
+    raw = _value(config, "--streamcheck-weather-require", "streamcheck_weather_require") or ""
+    require = tuple(c.strip() for c in raw.split(";") if c.strip())
+    if weathers:
+        from conformance.weather import get_weather
+        from conformance.weather._metrics import _parse
+        from fake_servers._validate import ScenarioError
+
+        try:
+            for name in weathers:
+                get_weather(name)
+            for condition in require:
+                _parse(condition)
+        except (ScenarioError, ValueError) as exc:
+            raise pytest.UsageError(f"--streamcheck-weather: {exc}") from None
+        if not 1 <= min(users, streams) <= 1000 or users > streams:
+            raise pytest.UsageError(
+                "--streamcheck-weather-users and -streams: needs 1 <= users <= streams <= 1000"
+            )
+    return {
+        "weathers": weathers,
+        "weather_streams": streams,
+        "weather_users": users,
+        "weather_require": require,
+    }
+
+
+def _count(raw: str | None, default: int, name: str) -> int:
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{name}: expected a whole number, got {_shown(raw)}") from None
 
 
 def _choice(option: str, raw: str, valid: Sequence[str]) -> str:

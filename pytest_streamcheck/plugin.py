@@ -87,7 +87,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         else f"the client's, else {DEFAULT_PROFILES.replace(',', ', ')}"
     )
     timing = s.timing or "auto"
-    return f"streamcheck: target={s.target} profiles={profiles} timing={timing} seed={s.seed}"
+    weather = f" weather={','.join(s.weathers)}" if s.weathers else ""
+    return (
+        f"streamcheck: target={s.target} profiles={profiles} timing={timing} seed={s.seed}{weather}"
+    )
 
 
 def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
@@ -103,10 +106,13 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     if state is None:
         return None
     from pytest_streamcheck._items import CaseItem
+    from pytest_streamcheck._weather_item import WeatherItem
 
     count = sum(isinstance(item, CaseItem) for item in items)
+    weathers = sum(isinstance(item, WeatherItem) for item in items)
+    also = f" and {weathers} weather test(s)" if weathers else ""
     watch = "; -v names each case as it runs" if config.get_verbosity() == 0 else ""
-    return f"streamcheck: {count} of {len(state.cases)} cases selected{watch}"
+    return f"streamcheck: {count} of {len(state.cases)} cases selected{also}{watch}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k / -m deselection sees the items

@@ -46,6 +46,13 @@ VALUES: dict[str, tuple[str, Any]] = {
     "streamcheck_format": ("anthropic", "anthropic"),
     "streamcheck_hello_timeout": ("1.5", 1.5),
     "streamcheck_inconclusive": ("skip", "skip"),
+    "streamcheck_weather": ("seed-mix,hotel-wifi", ("seed-mix", "hotel-wifi")),
+    "streamcheck_weather_streams": ("40", 40),
+    "streamcheck_weather_users": ("8", 8),
+    "streamcheck_weather_require": (
+        "completion >= 0.99; duplicated_tokens == 0",
+        ("completion >= 0.99", "duplicated_tokens == 0"),
+    ),
 }
 FIELDS = {
     "streamcheck": "target",
@@ -63,6 +70,10 @@ FIELDS = {
     "streamcheck_format": "wire_format",
     "streamcheck_hello_timeout": "hello_timeout",
     "streamcheck_inconclusive": "inconclusive",
+    "streamcheck_weather": "weathers",
+    "streamcheck_weather_streams": "weather_streams",
+    "streamcheck_weather_users": "weather_users",
+    "streamcheck_weather_require": "weather_require",
 }
 
 

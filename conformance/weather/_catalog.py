@@ -196,19 +196,23 @@ def _weather(tree: dict[str, Any]) -> Weather:
     return Weather(
         head["name"],
         head.get("version", 1),
-        head.get("description", ""),
+        head.get("description", f"a custom weather ({source_name(head)})"),
         tuple(made),
         made_shape,
         head.get("source", "custom"),
     )
 
 
+def source_name(head: dict[str, Any]) -> str:
+    return str(head.get("name", "unnamed"))
+
+
 def _fault(table: dict[str, Any]) -> FaultRate:
     if "kind" not in table or "rate" not in table:
         raise ScenarioError("a fault needs kind and rate", field="kind")
-    seconds = table.get("seconds", [0.0, 0.0])
+    seconds = table.get("seconds", [0.0, None])
     if isinstance(seconds, int | float) and not isinstance(seconds, bool):
-        seconds = [seconds, seconds]
+        seconds = [seconds, None]
     if not isinstance(seconds, list) or len(seconds) != 2:
         reject("seconds", "a number or a pair [low, high]", seconds)
     in_flight = table.get("in_flight", True)

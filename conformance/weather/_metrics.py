@@ -59,7 +59,9 @@ def rate(count: int, total: int) -> Rate:
     z2 = Z95 * Z95
     centre = (p + z2 / (2 * total)) / (1 + z2 / total)
     half = Z95 * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / (1 + z2 / total)
-    return Rate(count, total, p, max(0.0, centre - half), min(1.0, centre + half))
+    low = 0.0 if count == 0 else max(0.0, centre - half)  # exact at the ends: no float dust
+    high = 1.0 if count == total else min(1.0, centre + half)
+    return Rate(count, total, p, low, high)
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,8 @@ class WeatherMetrics:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["completion"] = self.completion
+        if not math.isfinite(self.requests_per_completed):  # none completed: no ratio
+            out["requests_per_completed"] = None
         return out
 
 

@@ -73,7 +73,7 @@ class FaultRate:
     kind: FaultKind
     rate: float
     low: float = 0.0
-    high: float = 0.0
+    high: float | None = None  # None: ``low`` (a fixed duration)
     # deploy only: streams in flight as the outage starts are cut too (a deploy that
     # kills its servers); False: a rolling deploy that only turns new requests away
     in_flight: bool = True
@@ -81,16 +81,21 @@ class FaultRate:
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, FAULT_KINDS)
         check_flag("in_flight", self.in_flight)
-        limit = 60.0 if self.kind == "deploy" else 1.0
+        limit = 1e6 if self.kind == "deploy" else 1.0
         unit = "outages per hour" if self.kind == "deploy" else "(a probability per attempt)"
         object.__setattr__(self, "rate", check_seconds("rate", self.rate, limit=limit, unit=unit))
-        low, high = _pair("seconds", (self.low, self.high or self.low))
+        low, high = _pair("seconds", (self.low, self.low if self.high is None else self.high))
         if self.kind in _SPANNED and low <= 0:
             reject("seconds", "a duration > 0 for this kind", [self.low, self.high])
         if self.kind == "idle_cut" and low <= 0:
             reject("seconds", "the proxy's idle limit (> 0 s)", self.low)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """(low, high) seconds, both set once made."""
+        return self.low, self.low if self.high is None else self.high
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,38 @@ class Weather:
     def key(self) -> str:
         return f"{self.name}@{self.version}"
 
+    def scaled(self, factor: float) -> Weather:
+        """The same weather with every duration times ``factor`` (token gaps, research
+        gaps, the idle limit, offline and outage times; rates stay): for an application's
+        own tests in real time, with its client's timeouts scaled alike. Named
+        ``name*factor``, so a report never passes it for the weather itself."""
+        check_seconds("factor", factor, positive=True, limit=1.0, unit="(at most 1)")
+        s = self.shape
+
+        def pair(p: tuple[float, float]) -> tuple[float, float]:
+            return (p[0] * factor, p[1] * factor)
+
+        shape = Shape(
+            tokens=s.tokens,
+            token_gap=pair(s.token_gap),
+            first_byte=pair(s.first_byte),
+            research=s.research,
+            research_seconds=pair(s.research_seconds),
+            keepalive=s.keepalive * factor,
+        )
+        faults = tuple(
+            FaultRate(
+                f.kind,
+                f.rate if f.kind != "deploy" else f.rate / factor,
+                f.low * factor,
+                f.span[1] * factor,
+                f.in_flight,
+            )
+            for f in self.faults
+        )
+        name = self.name if factor == 1 else f"{self.name}*{factor:g}"
+        return Weather(name, self.version, self.description, faults, shape, self.source)
+
     def rate(self, kind: FaultKind) -> float:
         """The stated rate of ``kind`` (0 when the weather has none)."""
         return next((f.rate for f in self.faults if f.kind == kind), 0.0)
@@ -184,7 +221,7 @@ class Weather:
                 {
                     "kind": f.kind,
                     "rate": f.rate,
-                    "seconds": [f.low, f.high],
+                    "seconds": list(f.span),
                     "in_flight": f.in_flight,
                 }
                 for f in self.faults

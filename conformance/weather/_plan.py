@@ -57,22 +57,35 @@ class StreamShape:
         research = self.research_seconds - self.gap if self.research_after is not None else 0.0
         return self.first_byte + self.tokens * self.gap + research
 
-    def sent_by(self, first: int, start: float, moment: float) -> int:
-        """The last token index an attempt that arrived at ``start`` and sends from token
-        ``first`` has sent by ``moment`` (``first - 1``: none yet)."""
-        at = start + self.first_byte
-        if moment < at:
-            return first - 1
-        count = int((moment - at) / self.gap) + 1  # the first token goes with the headers
-        last = first - 1 + count
+    def pauses(self, first: int, last: int) -> bool:
+        """Whether an attempt sending tokens ``first``..``last`` holds the research gap:
+        it lies before token ``research_after + 1``, in the attempt that sends it."""
         research = self.research_after
-        if research is not None and first <= research < last:
-            pause_ends = at + (research - first + 1) * self.gap + self.research_seconds
-            if moment < pause_ends:
-                last = research
-            else:
-                last = research + int((moment - pause_ends) / self.gap)
-        return min(last, self.tokens)
+        return research is not None and first - 1 <= research < last
+
+    def token_at(self, first: int, start: float, index: int) -> float:
+        """When an attempt that arrived at ``start`` and sends from token ``first`` sends
+        token ``index`` (``first - 1``: its headers)."""
+        at = start + self.first_byte + max(0, index - first) * self.gap
+        research = self.research_after
+        if research is not None and first - 1 <= research < index:
+            # The silence takes the place of the gap before its write (none before the first).
+            at += self.research_seconds - (self.gap if research >= first else 0.0)
+        return at
+
+    def sent_by(self, first: int, start: float, moment: float) -> int:
+        """The last token an attempt that arrived at ``start`` and sends from token
+        ``first`` has sent by ``moment`` (``first - 1``: none yet)."""
+        if moment < start + self.first_byte:
+            return first - 1
+        last = min(self.tokens, first + int((moment - start - self.first_byte) / self.gap))
+        research = self.research_after
+        if research is None or not first - 1 <= research < last:
+            return last
+        resumes = self.token_at(first, start, research + 1)
+        if moment < resumes:
+            return research
+        return min(self.tokens, research + 1 + int((moment - resumes) / self.gap))
 
 
 @dataclass(frozen=True)
@@ -147,7 +160,7 @@ class WeatherPlan:
         # stream): a run shorter than the mean gap would often meet none, and show no herd.
         at += rng.uniform(0.2, 0.6) * min(mean_gap, expected)
         while at < self.origin + horizon:
-            length = round(rng.uniform(deploy.low, deploy.high), 3)
+            length = round(rng.uniform(*deploy.span), 3)
             out.append(Outage(at, at + length))
             at += length + rng.expovariate(1.0 / mean_gap)
         return tuple(out)
@@ -210,11 +223,8 @@ class WeatherPlan:
         if kind == "handoff":
             fault = self.weather.fault("handoff")
             assert fault is not None
-            down = rng.uniform(fault.low, fault.high)
-            cut_at = at + shape.first_byte + (cut - first) * shape.gap
-            if shape.research_after is not None and first <= shape.research_after < cut:
-                cut_at += shape.research_seconds
-            self._offline_until[shape.number] = cut_at + down
+            down = rng.uniform(*fault.span)
+            self._offline_until[shape.number] = shape.token_at(first, at, cut) + down
         end = "truncate" if kind == "truncate" else "abort"
         return _clear(shape, first, cut, end)
 
@@ -222,8 +232,9 @@ class WeatherPlan:
         research = shape.research_after
         fault = self.weather.fault("idle_cut")
         assert fault is not None
-        if research is None or research < first or shape.research_seconds < fault.low:
+        if not shape.pauses(first, shape.tokens) or shape.research_seconds < fault.low:
             return None  # no silence long enough for the proxy to cut in this attempt
+        assert research is not None
         stall = Stall(after=research - first + 1, seconds=fault.low)
         return replace(_clear(shape, first, research, "abort"), stall=stall)
 
@@ -234,17 +245,24 @@ class WeatherPlan:
         deploy = self.weather.fault("deploy")
         if not isinstance(step, Stream) or deploy is None or not deploy.in_flight:
             return _index(kind), step
-        ends = at + shape.first_byte + (shape.tokens - first + 1) * shape.gap
-        if step.stall is not None and step.stall.seconds is not None:
-            ends += step.stall.seconds
+        ends = shape.token_at(first, at, step.events) + shape.gap
+        if step.stall is not None and step.events < shape.tokens and step.stall.seconds:
+            ends += step.stall.seconds  # an idle cut: the silence before the abort
         outage = next((o for o in self.outages if at < o.start < ends), None)
         if outage is None:
             return _index(kind), step
         sent = shape.sent_by(first, at, outage.start)
         if sent >= step.events:  # this attempt ends (or is cut) before the outage
             return _index(kind), step
-        cut = _clear(shape, first, sent, "abort")
-        return _index("deploy"), replace(cut, framing=step.framing)
+        cut = replace(_clear(shape, first, sent, "abort"), framing=step.framing)
+        research = shape.research_after
+        if research is not None and first - 1 <= research == sent:
+            # Cut in its research gap: the silence (keepalives flowing) lasts until the
+            # outage starts; the next attempt holds the whole gap again.
+            hold = max(0.0, outage.start - shape.token_at(first, at, research))
+            stall = Stall(after=research - first + 1, seconds=hold, keepalive=shape.keepalive)
+            cut = replace(cut, stall=stall)
+        return _index("deploy"), cut
 
 
 def _clear(
@@ -259,7 +277,7 @@ def _clear(
     last = shape.tokens if events is None else max(events, first - 1)
     research = shape.research_after
     stall = None
-    if research is not None and first <= research < last:
+    if research is not None and shape.pauses(first, last):
         after, seconds = research - first + 1, shape.research_seconds
         stall = Stall(after=after, seconds=seconds, keepalive=shape.keepalive)
     return Stream(
@@ -277,13 +295,17 @@ def _number(path: str) -> int | None:
     if not path.startswith(_PREFIX):
         return None
     tail = path[len(_PREFIX) :]
-    return int(tail) if tail.isdecimal() and len(tail) < 7 else None
+    number = int(tail) if tail.isascii() and tail.isdecimal() and len(tail) < 7 else 0
+    return number if number >= 1 else None
 
 
 def _first(last_event_id: str | None, tokens: int) -> int:
     """The first token an attempt sends: after a numeric Last-Event-ID (the server's
     own rule, ``fake_servers._render``), else the first."""
     text = (last_event_id or "").strip()
-    if not (text.isascii() and text.isdecimal()) or len(text) > 7:
+    if not (text.isascii() and text.isdecimal()):
         return 1
-    return min(int(text), tokens) + 1
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(tokens)):  # past the last token, however many digits
+        return tokens + 1
+    return min(int(digits), tokens) + 1

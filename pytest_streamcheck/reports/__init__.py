@@ -45,24 +45,36 @@ _MODULES = {
     "_html": ("render_html",),
     "_figures": ("judged_figure", "timeline"),
     "_badge": ("badge_label", "badge_svg", "grade_of"),
+    "_weather": (
+        "WEATHER_SCHEMA",
+        "check_weather_paths",
+        "render_weather_html",
+        "weather_report",
+        "write_weather_report",
+    ),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "SCHEMA",
+    "WEATHER_SCHEMA",
     "JunitFields",
     "Reporter",
     "badge_label",
     "badge_svg",
     "build_report",
+    "check_weather_paths",
     "grade_of",
     "judged_figure",
     "render_failure",
     "render_html",
     "render_summary",
+    "render_weather_html",
     "report_row",
     "reproduce_command",
     "summary_lines",
     "timeline",
+    "weather_report",
+    "write_weather_report",
 ]
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

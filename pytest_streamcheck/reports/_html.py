@@ -72,10 +72,27 @@ def render_html(report: dict[str, Any]) -> str:
             _area_table(cases),
             _filters(cases),
             _case_list(report, cases),
+            _weather(report),
             "</main>",
             f"<script>{SCRIPT}</script>",
             "</body></html>",
         ]
+    )
+
+
+def _weather(report: dict[str, Any]) -> str:
+    """The run's --streamcheck-weather figures: the weather report's own page, framed
+    (its styles and plots stay its own; the page stays one file with no script)."""
+    runs = report.get("weather")
+    if not runs:
+        return ""
+    from pytest_streamcheck.reports._weather import render_weather_html
+
+    page = render_weather_html({"kit": report.get("kit"), "runs": runs})
+    return (
+        "<section id='weather'><h2>Network weather</h2>"
+        f"<iframe title='network weather' srcdoc='{_e(page)}' "
+        "style='width:100%;height:1600px;border:0'></iframe></section>"
     )
 
 

@@ -80,6 +80,7 @@ class Reporter:
         self.path = path
         self.rows: list[dict[str, Any]] = []  # cases
         self.verdicts: list[dict[str, Any]] | None = [] if verdicts else None
+        self.weather: list[dict[str, Any]] = []  # --streamcheck-weather runs
         self.started = time.time()
 
     @pytest.hookimpl(wrapper=True)
@@ -102,7 +103,10 @@ class Reporter:
         state: StreamcheckSession,
     ) -> None:
         from pytest_streamcheck._items import CaseItem
+        from pytest_streamcheck._weather_item import WEATHER_ATTR, WeatherItem
 
+        if isinstance(item, WeatherItem) and call.when == "call" and item.run is not None:
+            setattr(report, WEATHER_ATTR, item.run.to_json())
         if not isinstance(item, CaseItem):
             return
         result = item.result
@@ -118,9 +122,14 @@ class Reporter:
             item._streamcheck_reported = True  # type: ignore[attr-defined]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from pytest_streamcheck._weather_item import WEATHER_ATTR
+
         row = getattr(report, REPORT_ATTR, None)
         if isinstance(row, dict):
             self.rows.append(row)
+        run = getattr(report, WEATHER_ATTR, None)
+        if isinstance(run, dict):
+            self.weather.append(run)
         verdict = getattr(report, VERDICT_ATTR, None)
         if self.verdicts is not None and isinstance(verdict, dict):
             self.verdicts.append(verdict)
@@ -129,6 +138,12 @@ class Reporter:
         if self.rows and self.state is not None:
             terminalreporter.section("streamcheck")
             for line in summary_lines(self.rows, self.state):
+                terminalreporter.write_line(line)
+        if self.weather:
+            from pytest_streamcheck._weather_item import weather_lines
+
+            terminalreporter.section("streamcheck weather")
+            for line in weather_lines(self.weather):
                 terminalreporter.write_line(line)
         if self.verdicts is not None:
             terminalreporter.section("streamcheck verdicts")
@@ -151,6 +166,8 @@ class Reporter:
             report = _header(duration) | {"cases": []}
         if self.verdicts is not None:
             report["verdicts"] = sorted(self.verdicts, key=lambda r: str(r["test"]))
+        if self.weather:
+            report["weather"] = self.weather
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
