@@ -28,3 +28,17 @@ def test_every_shipped_target_is_a_column_with_a_report() -> None:
     assert isinstance(columns, list)
     assert [c["target"] for c in columns] == shipped_targets()
     assert all(c["crashed"] is None and c["client"]["version"] for c in columns)
+
+
+def test_the_weather_table_is_what_its_report_renders() -> None:
+    """docs/compatibility.md's weather table is the one command's run in weather.json
+    (`python -m pytest_streamcheck weather reference --shipped ...`), every shipped
+    target and the textbook client a row."""
+    from pytest_streamcheck._weather_cli import TABLE_END, TABLE_START, table
+
+    report = json.loads((DOCS / "weather.json").read_text(encoding="utf-8"))
+    doc = (DOCS.parent / "compatibility.md").read_text(encoding="utf-8")
+    block = doc.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+    assert block == table(report["runs"], report["command"])
+    targets = [r["target"] for r in report["runs"]]
+    assert targets == ["reference", *shipped_targets(), "textbook"]
