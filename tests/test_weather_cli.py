@@ -93,7 +93,8 @@ def test_the_table_goes_between_its_markers(tmp_path: Path) -> None:
     assert main([*args, "--users", "5", "--table", str(doc)]) == 0
     text = doc.read_text(encoding="utf-8")
     assert "old" not in text
-    assert text.startswith("# Title") and text.endswith("After.\n")
+    assert text.startswith("# Title")
+    assert text.endswith("After.\n")
     assert "| reference | flaky-backend@1 | virtual" in text
 
 

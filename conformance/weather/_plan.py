@@ -122,6 +122,12 @@ class WeatherPlan:
         self.origin = origin
         self.shapes = tuple(self._shape(n) for n in range(1, streams + 1))
         self.outages = self._outages(horizon, expected or horizon)
+        # A deploy's 503s all say the same Retry-After, as a load balancer's do: the
+        # deploy's shortest length. (The seconds left would bring every client back in
+        # the same instant, whatever its backoff, and the herd would not tell a jittered
+        # client from one without jitter.)
+        deploy = weather.fault("deploy")
+        self._hint = str(max(1, math.ceil(deploy.span[0]))) if deploy is not None else "1"
         self._offline_until: dict[int, float] = {}
 
     # -- the scenario the server loads ---------------------------------------------
@@ -189,8 +195,7 @@ class WeatherPlan:
         first = _first(last_event_id, shape.tokens)
         outage = next((o for o in self.outages if o.holds(at)), None)
         if outage is not None:
-            wait = str(max(1, math.ceil(outage.end - at)))
-            return _index("deploy"), Respond(503, headers=(("retry-after", wait),))
+            return _index("deploy"), Respond(503, headers=(("retry-after", self._hint),))
         if at < self._offline_until.get(number, -math.inf):
             return _index("handoff"), _clear(shape, first, first - 1, "abort")
         kind = self.drawn(number, attempt)
