@@ -106,10 +106,11 @@ def test_the_table_shows_a_run_that_could_not_be_measured() -> None:
 
 # -- in a pytest run -----------------------------------------------------------------
 def test_a_pytest_run_plays_its_weather_as_a_test(pytester: pytest.Pytester) -> None:
-    report = pytester.path / "r.json"
+    report, page = pytester.path / "r.json", pytester.path / "r.html"
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
+        f"--streamcheck-html={page}",
         "--streamcheck=reference",
         "--streamcheck-weather=flaky-backend",
         "--streamcheck-weather-streams=20",
@@ -123,6 +124,10 @@ def test_a_pytest_run_plays_its_weather_as_a_test(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*streamcheck weather*", "flaky-backend@1: 20 streams*"])
     runs = json.loads(report.read_text(encoding="utf-8"))["weather"]
     assert runs[0]["metrics"]["completed"]["count"] == 20
+    html = page.read_text(encoding="utf-8")
+    assert "<h2>Network weather</h2>" in html
+    assert "srcdoc=" in html  # the weather page, framed: its plots and styles its own
+    assert html.count("&lt;svg") >= 3
 
 
 def test_a_missed_threshold_fails_the_weather_test_with_its_figures(
