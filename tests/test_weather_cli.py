@@ -20,8 +20,8 @@ def test_the_seed_experiment_reference_against_textbook() -> None:
     more with nothing duplicated and nothing cut short shown as whole. Virtual time: one
     seed, one outcome (the 500-stream run is benchmarks/weather.py's)."""
     seed_mix = get_weather("seed-mix")
-    reference = run_weather(load_target("reference"), seed_mix, streams=200, users=40, seed=5)
-    textbook = run_weather(load_target("textbook"), seed_mix, streams=200, users=40, seed=5)
+    reference = run_weather(load_target("reference"), seed_mix, streams=100, users=25, seed=1)
+    textbook = run_weather(load_target("textbook"), seed_mix, streams=100, users=25, seed=1)
     assert reference.timing == textbook.timing == "virtual"
     assert reference.metrics is not None
     assert textbook.metrics is not None
