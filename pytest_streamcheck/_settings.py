@@ -250,14 +250,14 @@ def _weather(config: pytest.Config) -> dict[str, Any]:
     require = tuple(c.strip() for c in raw.split(";") if c.strip())
     if weathers:
         from conformance.weather import get_weather
-        from conformance.weather._metrics import _parse
+        from conformance.weather._metrics import parse_condition
         from fake_servers._validate import ScenarioError
 
         try:
             for name in weathers:
                 get_weather(name)
             for condition in require:
-                _parse(condition)
+                parse_condition(condition)
         except (ScenarioError, ValueError) as exc:
             raise pytest.UsageError(f"--streamcheck-weather: {exc}") from None
         if not 1 <= min(users, streams) <= 1000 or users > streams:

@@ -16,20 +16,14 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from conformance.weather import (
-    DEFAULT_STREAMS,
-    DEFAULT_USERS,
-    Weather,
-    WeatherRun,
-    estimate,
-    get_weather,
-    run_weather,
-)
-from fake_servers._validate import ScenarioError
+from conformance.weather._model import DEFAULT_STREAMS, DEFAULT_USERS
 
-__all__ = ["MAX_REAL", "TABLE_END", "TABLE_START", "add_parser", "main", "table"]
+if TYPE_CHECKING:  # the runs' modules load only when a weather runs: not for --help
+    from conformance.weather import Weather, WeatherRun
+
+__all__ = ["MAX_REAL", "TABLE_END", "TABLE_START", "add_parser", "main"]
 
 MAX_REAL = 1800.0  # seconds a real-time run may be estimated to take before it is refused
 TABLE_START = "<!-- weather-table:start -->"
@@ -93,6 +87,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def main(args: argparse.Namespace) -> int:
+    from conformance.weather import get_weather
+    from fake_servers._validate import ScenarioError
     from pytest_streamcheck.__main__ import shipped_targets
 
     if args.shipped:
@@ -121,9 +117,11 @@ def _usage(args: argparse.Namespace, weathers: Sequence[Weather]) -> str | None:
         return "-j needs 1 or more, --max-real a positive number of seconds"
     if args.table is not None and not args.table.is_file():
         return f"--table {args.table}: no such file"
+    from conformance.weather._metrics import parse_condition
+
     for condition in args.require:
         try:
-            _check_condition(condition)
+            parse_condition(condition)
         except ValueError as exc:
             return str(exc)
     from pytest_streamcheck.reports._weather import check_weather_paths
@@ -135,12 +133,6 @@ def _usage(args: argparse.Namespace, weathers: Sequence[Weather]) -> str | None:
     return None
 
 
-def _check_condition(condition: str) -> None:
-    from conformance.weather._metrics import _parse
-
-    _parse(condition)
-
-
 def _run_all(args: argparse.Namespace, weathers: Sequence[Weather]) -> list[WeatherRun]:
     jobs = [(t, w) for w in weathers for t in args.targets]
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -149,6 +141,8 @@ def _run_all(args: argparse.Namespace, weathers: Sequence[Weather]) -> list[Weat
 
 
 def _one(args: argparse.Namespace, target: str, weather: Weather) -> WeatherRun:
+    from conformance.weather import estimate, run_weather
+    from pytest_streamcheck.reports._weather import weather_lines
     from pytest_streamcheck.targets import TargetError
     from pytest_streamcheck.targets._load import load_target
 
@@ -156,11 +150,11 @@ def _one(args: argparse.Namespace, target: str, weather: Weather) -> WeatherRun:
         factory = load_target(target, seed=args.seed)
     except (TargetError, ImportError) as exc:
         return _refused(target, weather, args, str(exc))
-    shipped_real = args.shipped and not _virtual(factory)
+    virtual = _virtual(factory)
+    shipped_real = args.shipped and not virtual
     streams = min(args.streams, REAL_STREAMS) if shipped_real else args.streams
     users = min(args.users, REAL_USERS, streams) if shipped_real else args.users
     cost = estimate(weather, streams, users)
-    virtual = _virtual(factory)
     if not virtual and cost > args.max_real:
         return _refused(
             target,
@@ -172,7 +166,7 @@ def _one(args: argparse.Namespace, target: str, weather: Weather) -> WeatherRun:
     how = "in virtual time" if virtual else f"in real time: about {cost / 60:.1f} min"
     print(f"weather: {target} under {weather.key}, {streams} streams from {users} users, {how}")
     run = run_weather(factory, weather, streams=streams, users=users, seed=args.seed, target=target)
-    print(f"weather: {target} under {weather.key}: {_line(run)}")
+    print(f"weather: {target}: {weather_lines([run.to_json()])[0]}")
     return run
 
 
@@ -188,20 +182,10 @@ def _virtual(factory: object) -> bool:
 
 
 def _refused(target: str, weather: Weather, args: argparse.Namespace, why: str) -> WeatherRun:
+    from conformance.weather import WeatherRun
+
     print(f"weather: {target}: {why}", file=sys.stderr)
-    return WeatherRun(
-        target, target, weather, "", args.seed, args.streams, args.users, 0.0, 0.0, None, why
-    )
-
-
-def _line(run: WeatherRun) -> str:
-    m = run.metrics
-    if m is None:
-        return f"ERROR {run.error}"
-    return (
-        f"completed {m.completed}, silent {m.failed_silently.count}, duplicated tokens "
-        f"{m.duplicated_tokens}, {run.timing} time, {run.wall:.1f} s"
-    )
+    return WeatherRun.failed(target, weather, args.seed, args.streams, args.users, why)
 
 
 def _finish(args: argparse.Namespace, runs: Sequence[WeatherRun], started: float) -> int:
@@ -230,57 +214,15 @@ def _finish(args: argparse.Namespace, runs: Sequence[WeatherRun], started: float
     return 1 if failed or unmet else 0
 
 
-def table(runs: Sequence[dict[str, Any]], command: str) -> str:
-    """The weather table (Markdown) of ``runs`` (``WeatherRun.to_json()``), with the
-    command that made it: rendered from the JSON, so the docs' table can be checked
-    against the report it came from."""
-    head = (
-        "| client | weather | timing | streams | completed [95 % CI] | first try | failed "
-        "honestly | failed silently | duplicated tokens | lost tokens | requests per "
-        "completed | slowdown p95 | herd peak |"
-    )
-    rows = [head, "|" + "---|" * 13, *(_row(run) for run in runs)]
-    return "\n".join([f"Made by `{command}`.", "", *rows])
-
-
-def _row(run: dict[str, Any]) -> str:
-    m, key = run.get("metrics"), run["weather"]["key"]
-    if not m:
-        error = str(run.get("error") or "").replace("|", "/")
-        why = error.splitlines()[0][:120] if error else ""
-        return f"| {run['target']} | {key} | | | ERROR: {why} |" + " |" * 8
-    c = m["completed"]
-    slow, herd = m.get("slowdown_p95"), m.get("herd_peak")
-    cells = [
-        run["target"],
-        key,
-        f"{run['timing']} ({run['wall']:.0f} s)",
-        f"{m['streams']} / {run['users']} users",
-        f"{c['value']:.1%} [{c['low']:.1%}, {c['high']:.1%}]",
-        f"{m['first_try']['value']:.1%}",
-        str(m["failed_honestly"]["count"]),
-        str(m["failed_silently"]["count"]),
-        str(m["duplicated_tokens"]),
-        str(m["lost_tokens"]),
-        _ratio(m["requests_per_completed"]),
-        "" if slow is None else f"{slow:.2f}",
-        "" if herd is None else str(herd),
-    ]
-    return "| " + " | ".join(cells) + " |"
-
-
 def _write_table(path: Path, runs: Sequence[WeatherRun], command: str) -> None:
+    from pytest_streamcheck.reports._weather import weather_table
+
     text = path.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.S)
-    block = f"{TABLE_START}\n{table([r.to_json() for r in runs], command)}\n{TABLE_END}"
+    block = f"{TABLE_START}\n{weather_table([r.to_json() for r in runs], command)}\n{TABLE_END}"
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text, encoding="utf-8")
     print(f"weather: table written to {path}")
-
-
-def _ratio(value: float | None) -> str:
-    """Requests per completed stream; none completed: no ratio."""
-    return "-" if value is None else f"{value:.2f}"

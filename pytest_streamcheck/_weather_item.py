@@ -16,8 +16,9 @@ import pytest
 from conformance._result import HarnessError
 from conformance.weather import WeatherRun, get_weather, run_weather
 from pytest_streamcheck._session import StreamcheckSession
+from pytest_streamcheck.reports._weather import weather_lines
 
-__all__ = ["WEATHER_ATTR", "WeatherItem", "weather_items", "weather_lines"]
+__all__ = ["WEATHER_ATTR", "WeatherItem", "weather_items"]
 
 WEATHER_ATTR = "streamcheck_weather"  # the run's JSON, on the call's report (crosses xdist)
 
@@ -68,29 +69,3 @@ def weather_items(parent: pytest.Collector, state: StreamcheckSession) -> list[p
 def _label(name: str) -> str:
     """A node name for a weather: its name, or a file's stem."""
     return name.rsplit("/", 1)[-1].removesuffix(".toml")
-
-
-def weather_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """One line per weather run, for the terminal summary and a failure's message."""
-    out = []
-    for run in runs:
-        m = run.get("metrics")
-        head = f"{run['weather']['key']}: {run['streams']} streams from {run['users']} users"
-        if not m:
-            out.append(f"{head}: not measured ({run.get('error')})")
-            continue
-        c = m["completed"]
-        out.append(
-            f"{head}, {run['timing']} time, {run['wall']:.1f} s: completed {c['value']:.1%} "
-            f"[{c['low']:.1%}, {c['high']:.1%}], first try {m['first_try']['value']:.1%}, "
-            f"failed honestly {m['failed_honestly']['count']}, silently "
-            f"{m['failed_silently']['count']}, duplicated tokens {m['duplicated_tokens']}, "
-            f"lost tokens {m['lost_tokens']}, requests per completed stream "
-            + _ratio(m["requests_per_completed"])
-        )
-    return out
-
-
-def _ratio(value: float | None) -> str:
-    """Requests per completed stream; none completed: no ratio."""
-    return "-" if value is None else f"{value:.2f}"

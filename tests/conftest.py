@@ -40,7 +40,7 @@ import pytest_streamcheck.targets._exec
 import pytest_streamcheck.targets._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
-from fake_servers._virtual import kit_calls, virtual_loop
+from fake_servers._virtual import VirtualLoop, kit_calls, virtual_loop
 from pytest_streamcheck._llm import LLMSession
 
 
@@ -164,6 +164,16 @@ def fake_server() -> Iterator[FakeServer]:
     server.check()
 
 
+def run_on(loop: VirtualLoop, make: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
+    """Run ``make()``'s coroutine on ``loop`` (running in another thread), as the kit."""
+
+    async def body() -> Any:
+        return await make()
+
+    with kit_calls():
+        return asyncio.run_coroutine_threadsafe(body(), loop).result(timeout)
+
+
 class OnVirtualLoop:
     """A virtual-time loop in a thread with a fake server on it. ``run`` plays a test's
     coroutine there: the server, the client and the test share one jumping clock, so the
@@ -176,11 +186,7 @@ class OnVirtualLoop:
         self.server = FakeServer().start(loop=self.loop)
 
     def run(self, make: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
-        async def body() -> Any:
-            return await make()
-
-        with kit_calls():
-            return asyncio.run_coroutine_threadsafe(body(), self.loop).result(timeout)
+        return run_on(self.loop, make, timeout)
 
     def close(self) -> None:
         self.server.stop()

@@ -34,11 +34,12 @@ def test_the_weather_table_is_what_its_report_renders() -> None:
     """docs/compatibility.md's weather table is the one command's run in weather.json
     (`python -m pytest_streamcheck weather reference --shipped ...`), every shipped
     target and the textbook client a row."""
-    from pytest_streamcheck._weather_cli import TABLE_END, TABLE_START, table
+    from pytest_streamcheck._weather_cli import TABLE_END, TABLE_START
+    from pytest_streamcheck.reports._weather import weather_table
 
     report = json.loads((DOCS / "weather.json").read_text(encoding="utf-8"))
     doc = (DOCS.parent / "compatibility.md").read_text(encoding="utf-8")
     block = doc.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
-    assert block == table(report["runs"], report["command"])
+    assert block == weather_table(report["runs"], report["command"])
     targets = [r["target"] for r in report["runs"]]
     assert targets == ["reference", *shipped_targets(), "textbook"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import run_on
 
 from fake_servers import FakeServer, FaultProxy, now, respond, stream
 from fake_servers._virtual import CASE_SPACING, VirtualLoop, kit_calls, virtual_loop
@@ -33,12 +34,7 @@ def loop() -> Iterator[VirtualLoop]:
     vloop.close()
 
 
-def on(loop: VirtualLoop, make: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
-    async def run() -> Any:
-        return await make()
-
-    with kit_calls():
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+on = run_on
 
 
 def test_a_clients_waits_are_measured_exactly_by_the_server(loop: VirtualLoop) -> None:

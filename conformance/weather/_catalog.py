@@ -196,15 +196,11 @@ def _weather(tree: dict[str, Any]) -> Weather:
     return Weather(
         head["name"],
         head.get("version", 1),
-        head.get("description", f"a custom weather ({source_name(head)})"),
+        head.get("description", f"a custom weather ({head['name']})"),
         tuple(made),
         made_shape,
         head.get("source", "custom"),
     )
-
-
-def source_name(head: dict[str, Any]) -> str:
-    return str(head.get("name", "unnamed"))
 
 
 def _fault(table: dict[str, Any]) -> FaultRate:

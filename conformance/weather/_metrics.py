@@ -28,6 +28,7 @@ __all__ = [
     "StreamOutcome",
     "WeatherMetrics",
     "outcome_of",
+    "parse_condition",
     "rate",
     "summarize",
 ]
@@ -192,12 +193,12 @@ class WeatherMetrics:
             raise AssertionError(f"weather thresholds not met: {shown}")
 
     def _holds(self, condition: str) -> bool:
-        name, compare, bound = _parse(condition)
+        name, compare, bound = parse_condition(condition)
         got = self.value(name)
         return not math.isnan(got) and compare(got, bound)
 
     def _shown(self, condition: str) -> str:
-        name = _parse(condition)[0]
+        name = parse_condition(condition)[0]
         got = getattr(self, METRICS[name])
         return str(got)
 
@@ -239,7 +240,8 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _CONDITION = re.compile(r"\s*([a-z_0-9]+)\s*(>=|<=|==|>|<)\s*([0-9.eE+-]+%?)\s*")
 
 
-def _parse(condition: str) -> tuple[str, Callable[[float, float], bool], float]:
+def parse_condition(condition: str) -> tuple[str, Callable[[float, float], bool], float]:
+    """A threshold's metric, comparison and bound; ValueError naming what is wrong."""
     found = _CONDITION.fullmatch(condition)
     if found is None:
         raise ValueError(

@@ -25,6 +25,8 @@ from fake_servers._validate import (
 
 __all__ = [
     "ATTEMPT_FAULTS",
+    "DEFAULT_STREAMS",
+    "DEFAULT_USERS",
     "FAULT_KINDS",
     "MAX_TOKENS",
     "FaultKind",
@@ -47,6 +49,8 @@ FaultKind = Literal[
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 ATTEMPT_FAULTS: tuple[FaultKind, ...] = tuple(k for k in FAULT_KINDS if k != "deploy")
 MAX_TOKENS = 100_000  # tokens of one stream
+DEFAULT_STREAMS = 300  # a run's streams, and the users streaming at once
+DEFAULT_USERS = 30
 _SPANNED = ("handoff", "deploy")  # kinds whose low..high is a duration drawn per fault
 
 

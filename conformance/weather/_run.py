@@ -28,7 +28,13 @@ from conformance.weather._metrics import (
     per_second,
     summarize,
 )
-from conformance.weather._model import ATTEMPT_FAULTS, FaultKind, Weather
+from conformance.weather._model import (
+    ATTEMPT_FAULTS,
+    DEFAULT_STREAMS,
+    DEFAULT_USERS,
+    FaultKind,
+    Weather,
+)
 from conformance.weather._plan import WeatherPlan, fault_of, stream_path
 from fake_servers import now
 
@@ -43,8 +49,6 @@ __all__ = [
     "run_weather",
 ]
 
-DEFAULT_STREAMS = 300
-DEFAULT_USERS = 30
 MAX_STREAMS = 1000  # one endpoint each (fake_servers' MAX_ENDPOINTS)
 THINK = (1.0, 10.0)  # seconds a user waits between one answer and the next question
 # ... and after an error: the user reads the apology before asking again (seeds/000:
@@ -79,6 +83,22 @@ class WeatherRun:
     requests_per_second: tuple[tuple[int, int], ...] = ()  # (second of the run, requests)
     completions: tuple[float, ...] = ()  # seconds into the run each completed stream ended
     outages: tuple[tuple[float, float], ...] = ()  # seconds into the run
+
+    @classmethod
+    def failed(
+        cls,
+        target: str,
+        weather: Weather,
+        seed: int,
+        streams: int,
+        users: int,
+        error: str,
+        *,
+        timing: str = "",
+        wall: float = 0.0,
+    ) -> WeatherRun:
+        """A run that could not be measured (the client broke, or it was refused)."""
+        return cls(target, target, weather, timing, seed, streams, users, wall, 0.0, None, error)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,7 +202,7 @@ def _failed(
     timing: str = "",
 ) -> WeatherRun:
     wall = time.monotonic() - started
-    return WeatherRun(target, target, weather, timing, seed, streams, users, wall, 0.0, None, error)
+    return WeatherRun.failed(target, weather, seed, streams, users, error, timing=timing, wall=wall)
 
 
 def _transport(runner: SuiteRunner) -> str:
@@ -218,7 +238,7 @@ def _play(
         reason = result.reason or f"the run ended {result.verdict.value}"
         return _failed(target or name, weather, seed, streams, users, started, reason, timing)
     return _measured(
-        result.evidence, state, weather, seed, streams, users, target or name, name, timing, started
+        result.evidence, state, weather, seed, users, target or name, name, timing, started
     )
 
 
@@ -293,7 +313,6 @@ def _measured(
     state: dict[str, Any],
     weather: Weather,
     seed: int,
-    streams: int,
     users: int,
     target: str,
     client: str,

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import httpx
+
 from conformance._adapter import AdapterRequest, StreamCancelled, StreamSink
-from conformance._case import JsonBody
+from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
 from conformance.reference._request import _ssl_context
 from fake_servers import Ledger
@@ -25,12 +27,14 @@ from fake_servers._noise import Source, ThreadLagProbe
 __all__ = [
     "MODEL",
     "RETRIED_4XX",
+    "HttpxClients",
     "ThreadedSyncAdapter",
     "cached",
     "deliver",
     "deliver_async",
     "describe",
     "http_status_kind",
+    "httpx_request",
     "prompt_of",
     "request_headers",
     "sdk_error",
@@ -63,6 +67,42 @@ def prompt_of(request: AdapterRequest) -> str:
                 return prompt
         return str(value)
     return "Hello"
+
+
+class HttpxClients:
+    """One ``httpx.AsyncClient`` per client key (own pool, as separate users' clients),
+    made on first use with ``options``; ``close_all`` closes them (an adapter's reset)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = {"trust_env": False, "verify": tls_context(), **options}
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def get(self, key: str) -> httpx.AsyncClient:
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = httpx.AsyncClient(**self._options)
+        return client
+
+    async def close_all(self) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.aclose()
+
+
+def httpx_request(request: AdapterRequest) -> dict[str, Any]:
+    """The keyword arguments of the request's httpx call: its headers (with the
+    Last-Event-ID it resumes from) and its body, JSON or multipart."""
+    req = request.request
+    headers = dict(req.headers)
+    if req.last_event_id is not None:
+        headers["Last-Event-ID"] = req.last_event_id
+    kwargs: dict[str, Any] = {"headers": headers}
+    if isinstance(req.body, JsonBody):
+        kwargs["json"] = req.body.value
+    elif isinstance(req.body, MultipartBody):
+        kwargs["data"] = dict(req.body.fields)
+        kwargs["files"] = {name: (fn, data, ctype) for name, fn, ctype, data in req.body.files}
+    return kwargs
 
 
 def request_headers(request: AdapterRequest) -> dict[str, str]:

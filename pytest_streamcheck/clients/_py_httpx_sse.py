@@ -18,9 +18,8 @@ import httpx
 import httpx_sse
 
 from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
-from conformance._case import JsonBody, MultipartBody
 from conformance._evidence import ErrorKind
-from pytest_streamcheck.clients._py_common import describe, tls_context
+from pytest_streamcheck.clients._py_common import HttpxClients, describe, httpx_request
 
 __all__ = ["HttpxSSEAdapter"]
 
@@ -42,39 +41,22 @@ class HttpxSSEAdapter:
     )
 
     def __init__(self) -> None:
-        self._clients: dict[str, httpx.AsyncClient] = {}
-        self._tls = tls_context()  # httpx's default, made once
-
-    def _client(self, key: str) -> httpx.AsyncClient:
-        client = self._clients.get(key)
-        if client is None:
-            client = self._clients[key] = httpx.AsyncClient(trust_env=False, verify=self._tls)
-        return client
+        self._clients = HttpxClients()  # httpx's defaults (a 5 s timeout), TLS made once
 
     async def configure(self, policy: object) -> None:
         """Not configurable: httpx-sse has no policy to take."""
 
     async def reset(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            await client.aclose()
+        await self._clients.close_all()
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         req = request.request
-        kwargs: dict[str, object] = {"headers": dict(req.headers)}
-        if req.last_event_id is not None:
-            kwargs["headers"] = {**dict(req.headers), "Last-Event-ID": req.last_event_id}
-        body = req.body
-        if isinstance(body, JsonBody):
-            kwargs["json"] = body.value
-        elif isinstance(body, MultipartBody):
-            kwargs["data"] = dict(body.fields)
-            kwargs["files"] = {name: (fn, data, ctype) for name, fn, ctype, data in body.files}
+        kwargs = httpx_request(request)
         status: int | None = None
         iterating = False
         try:
             async with httpx_sse.aconnect_sse(
-                self._client(req.client),
+                self._clients.get(req.client),
                 req.method,
                 request.url,
                 **kwargs,

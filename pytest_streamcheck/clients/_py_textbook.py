@@ -13,13 +13,10 @@ textbook``), never as a client to copy. Its browser twin is ``browser:eventsourc
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from conformance._adapter import ADAPTER_API, AdapterInfo, AdapterRequest, StreamSink
-from conformance._case import JsonBody, MultipartBody
-from pytest_streamcheck.clients._py_common import describe, tls_context
+from pytest_streamcheck.clients._py_common import HttpxClients, describe, httpx_request
 
 __all__ = ["TextbookAdapter"]
 
@@ -37,38 +34,20 @@ class TextbookAdapter:
     )
 
     def __init__(self) -> None:
-        self._clients: dict[str, httpx.AsyncClient] = {}
-        self._tls = tls_context()
-
-    def _client(self, key: str) -> httpx.AsyncClient:
-        client = self._clients.get(key)
-        if client is None:
-            timeout = httpx.Timeout(None, connect=10.0)  # fetch waits as long as it takes
-            client = httpx.AsyncClient(trust_env=False, verify=self._tls, timeout=timeout)
-            self._clients[key] = client
-        return client
+        # fetch waits as long as it takes: no timeout but the connect's
+        self._clients = HttpxClients(timeout=httpx.Timeout(None, connect=10.0))
 
     async def configure(self, policy: object) -> None:
         """Not configurable: the textbook has no policy."""
 
     async def reset(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            await client.aclose()
+        await self._clients.close_all()
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
         req = request.request
-        headers = dict(req.headers)
-        if req.last_event_id is not None:
-            headers["Last-Event-ID"] = req.last_event_id
-        kwargs: dict[str, Any] = {"headers": headers}
-        if isinstance(req.body, JsonBody):
-            kwargs["json"] = req.body.value
-        elif isinstance(req.body, MultipartBody):
-            kwargs["data"] = dict(req.body.fields)
-            kwargs["files"] = {n: (fn, data, ct) for n, fn, ct, data in req.body.files}
+        kwargs = httpx_request(request)
         try:
-            async with self._client(req.client).stream(req.method, request.url, **kwargs) as r:
+            async with self._clients.get(req.client).stream(req.method, request.url, **kwargs) as r:
                 if r.status_code >= 400:
                     sink.error(
                         "non_retryable_status", f"HTTP {r.status_code}", status=r.status_code

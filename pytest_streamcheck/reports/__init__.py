@@ -49,7 +49,9 @@ _MODULES = {
         "WEATHER_SCHEMA",
         "check_weather_paths",
         "render_weather_html",
+        "weather_lines",
         "weather_report",
+        "weather_table",
         "write_weather_report",
     ),
 }
@@ -74,7 +76,9 @@ __all__ = [
     "reproduce_command",
     "summary_lines",
     "timeline",
+    "weather_lines",
     "weather_report",
+    "weather_table",
     "write_weather_report",
 ]
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

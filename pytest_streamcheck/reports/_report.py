@@ -140,7 +140,7 @@ class Reporter:
             for line in summary_lines(self.rows, self.state):
                 terminalreporter.write_line(line)
         if self.weather:
-            from pytest_streamcheck._weather_item import weather_lines
+            from pytest_streamcheck.reports._weather import weather_lines
 
             terminalreporter.section("streamcheck weather")
             for line in weather_lines(self.weather):

@@ -38,7 +38,9 @@ __all__ = [
     "WEATHER_SCHEMA",
     "check_weather_paths",
     "render_weather_html",
+    "weather_lines",
     "weather_report",
+    "weather_table",
     "write_weather_report",
 ]
 
@@ -573,3 +575,71 @@ svg.chart text{font:11px system-ui,sans-serif;fill:#333}
 svg.chart text.unit{fill:#666;font-style:italic}
 svg.chart .ax{stroke:#555}svg.chart .grid{stroke:#eee}
 """
+
+
+# -- one line and one table row per run (the terminal, the docs) -----------------------
+
+
+def weather_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per weather run, for the terminal summary and a failure's message."""
+    out = []
+    for run in runs:
+        m = run.get("metrics")
+        head = f"{run['weather']['key']}: {run['streams']} streams from {run['users']} users"
+        if not m:
+            out.append(f"{head}: not measured ({run.get('error')})")
+            continue
+        c = m["completed"]
+        out.append(
+            f"{head}, {run['timing']} time, {run['wall']:.1f} s: completed {c['value']:.1%} "
+            f"[{c['low']:.1%}, {c['high']:.1%}], first try {m['first_try']['value']:.1%}, "
+            f"failed honestly {m['failed_honestly']['count']}, silently "
+            f"{m['failed_silently']['count']}, duplicated tokens {m['duplicated_tokens']}, "
+            f"lost tokens {m['lost_tokens']}, requests per completed stream "
+            + _ratio(m["requests_per_completed"])
+        )
+    return out
+
+
+def _ratio(value: float | None) -> str:
+    """Requests per completed stream; none completed: no ratio."""
+    return "-" if value is None else f"{value:.2f}"
+
+
+def weather_table(runs: Sequence[dict[str, Any]], command: str) -> str:
+    """The weather table (Markdown) of ``runs`` (``WeatherRun.to_json()``), with the
+    command that made it: rendered from the JSON, so the docs' table can be checked
+    against the report it came from."""
+    head = (
+        "| client | weather | timing | streams | completed [95 % CI] | first try | failed "
+        "honestly | failed silently | duplicated tokens | lost tokens | requests per "
+        "completed | slowdown p95 | herd peak |"
+    )
+    rows = [head, "|" + "---|" * 13, *(_row(run) for run in runs)]
+    return "\n".join([f"Made by `{command}`.", "", *rows])
+
+
+def _row(run: dict[str, Any]) -> str:
+    m, key = run.get("metrics"), run["weather"]["key"]
+    if not m:
+        error = str(run.get("error") or "").replace("|", "/")
+        why = error.splitlines()[0][:120] if error else ""
+        return f"| {run['target']} | {key} | | | ERROR: {why} |" + " |" * 8
+    c = m["completed"]
+    slow, herd = m.get("slowdown_p95"), m.get("herd_peak")
+    cells = [
+        run["target"],
+        key,
+        f"{run['timing']} ({run['wall']:.0f} s)",
+        f"{m['streams']} / {run['users']} users",
+        f"{c['value']:.1%} [{c['low']:.1%}, {c['high']:.1%}]",
+        f"{m['first_try']['value']:.1%}",
+        str(m["failed_honestly"]["count"]),
+        str(m["failed_silently"]["count"]),
+        str(m["duplicated_tokens"]),
+        str(m["lost_tokens"]),
+        _ratio(m["requests_per_completed"]),
+        "" if slow is None else f"{slow:.2f}",
+        "" if herd is None else str(herd),
+    ]
+    return "| " + " | ".join(cells) + " |"
