@@ -186,3 +186,19 @@ def test_llm_server_plays_a_weather_for_the_application(llm_server: object) -> N
     with pytest.raises(AssertionError, match=r"completion >= 0\.99 \(is "):
         metrics.require("completion >= 0.99")
     metrics.require("duplicated_tokens == 0", "failed_silently == 0")
+
+
+def test_one_seed_plays_one_run_stamps_included() -> None:
+    """In virtual time a weather run is exact: two runs with one seed give the same
+    outcome for every stream, every time stamp included; another seed another."""
+
+    def played(seed: int) -> tuple[object, ...]:
+        run = run_weather(
+            load_target("reference"), get_weather("seed-mix"), streams=40, users=10, seed=seed
+        )
+        shown = run.to_json()
+        return (shown["metrics"], shown["series"], shown["faults"], run.outcomes)
+
+    first = played(3)
+    assert played(3) == first
+    assert played(4) != first
