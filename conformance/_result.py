@@ -95,7 +95,9 @@ class CaseResult:
     # ERROR of its own (pytest: at the case's teardown), whatever the case's verdict.
     teardown: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, timeline: bool = True, evidence: bool = True) -> dict[str, Any]:
+        """The result as JSON-ready data; ``timeline`` adds the merged timeline and the
+        chart, ``evidence`` the full evidence (the costly parts, for reports written out)."""
         data: dict[str, Any] = {
             **self.case.to_json(),
             "verdict": self.verdict.value,
@@ -118,9 +120,10 @@ class CaseResult:
                 data["figure"] = self.outcome.figure.to_json()
         if self.evidence is not None:
             data["noise"] = self.evidence.noise.report()
-        if self.evidence is not None:
+        if self.evidence is not None and timeline:
             data["timeline"] = self.evidence.timeline()
             data["chart"] = self.evidence.chart()
+        if self.evidence is not None and evidence:
             data["evidence"] = self.evidence.to_json()
         return data
 

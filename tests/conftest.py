@@ -133,6 +133,23 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         option.dist = "worksteal"  # tests last 1 ms to 25 s: idle workers take over
 
 
+@pytest.fixture(scope="session")
+def one_browser() -> Iterator[None]:
+    """One Chromium for all of a worker's browser tests (each adapter still gets a context
+    of its own): a launch is about a second of CPU, and the modules that use it launched
+    one each. A test that must see a browser start or end runs it in a child process."""
+    from pytest_streamcheck.targets import _browser_host
+
+    try:
+        host = _browser_host.acquire(_browser_host.find_chromium())
+    except _browser_host.BrowserMissing:
+        yield
+        return
+    host.wait_launched()  # its threads start now, not during the first test
+    yield
+    _browser_host.release(host)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported (the kit, the test modules) lives as long as the process:
     out of the collector's reach, each full collection (pytest runs one whenever a

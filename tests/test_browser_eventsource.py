@@ -16,27 +16,12 @@ from conformance._profiles import HTML_EVENTSOURCE, get_profile
 from conformance.timing import Noise
 from fake_servers import FakeServer, stream
 from fake_servers._formats import _REGISTRY
-from pytest_streamcheck.targets import _browser_host
 from pytest_streamcheck.targets._browser import BrowserAdapter
 from pytest_streamcheck.targets._browser_serve import KIT_DIR
 
-pytestmark = pytest.mark.slow
+# one_browser: one Chromium for all of a worker's browser tests (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_browser")]
 SHORT_MS = 400  # a reconnection time for a retry: field: a fraction of the default's 3 s
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_browser() -> Iterator[None]:
-    """One Chromium for the module's tests (each adapter still has its own context), as
-    in test_browser_target.py: a browser launched per test costs seconds on a loaded
-    machine."""
-    try:
-        host = _browser_host.acquire(_browser_host.find_chromium())
-    except _browser_host.BrowserMissing:
-        yield
-        return
-    host.wait_launched()  # its threads start now, not during the first test
-    yield
-    _browser_host.release(host)
 
 
 @pytest.fixture

@@ -13,24 +13,12 @@ from browser_support import PAGES, LoopThread, need_chromium, open_stream
 
 from conformance._evidence import DeliveryLog
 from fake_servers import FakeServer, Stall, Stream
-from pytest_streamcheck.targets import _browser_host
 from pytest_streamcheck.targets._browser import BrowserAdapter
 
-pytestmark = pytest.mark.slow
+# one_browser: one Chromium for all of a worker's browser tests (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_browser")]
 
 USERS = 10  # more than the 6 connections Chromium opens to one host
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_browser() -> Iterator[None]:
-    try:
-        host = _browser_host.acquire(_browser_host.find_chromium())
-    except _browser_host.BrowserMissing:
-        yield
-        return
-    host.wait_launched()
-    yield
-    _browser_host.release(host)
 
 
 @pytest.fixture

@@ -14,24 +14,13 @@ from conformance._suite import run_suite
 from conformance.timing import Noise
 from fake_servers import FakeServer, now
 from fake_servers._noise import Source
-from pytest_streamcheck.targets import _browser, _browser_host
+from pytest_streamcheck.targets import _browser
 from pytest_streamcheck.targets._browser import BrowserAdapter
 
-pytestmark = pytest.mark.slow
+# one_browser: one Chromium for all of a worker's browser tests (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_browser")]
 
 BLOCK = 0.3  # seconds the page blocks its own loop
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_browser() -> Iterator[None]:
-    try:
-        host = _browser_host.acquire(_browser_host.find_chromium())
-    except _browser_host.BrowserMissing:
-        yield
-        return
-    host.wait_launched()
-    yield
-    _browser_host.release(host)
 
 
 @pytest.fixture

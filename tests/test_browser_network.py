@@ -172,6 +172,7 @@ def test_a_timer_failure_behind_a_held_request_is_undecidable() -> None:
     assert not sure(failed, untimed, ran_out=False).undecidable
 
 
+@pytest.mark.usefixtures("one_browser")
 def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     need_chromium()
     (result,) = run_suite(lambda: BrowserAdapter(PAGES / "tiny.html"), select=["SC-SSE-1"], lanes=1)
@@ -183,6 +184,7 @@ def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     assert result.evidence.noise.report()[Source.NETWORK]["samples"] >= 1
 
 
+@pytest.mark.usefixtures("one_browser")
 def test_the_page_notes_when_each_fetch_reached_its_code(fake_server) -> None:
     """The kit's wrapper of ``fetch`` (while a case plays) notes the call and the moment
     the response reached the page's code, for the hop back; the page gets fetch's own

@@ -28,24 +28,11 @@ from conformance._result import HarnessError
 from conformance.reference import ClientPolicy
 from fake_servers import FakeServer, now, stream
 from fake_servers._script import Respond
-from pytest_streamcheck.targets import TargetError, _browser_host, load_target
+from pytest_streamcheck.targets import TargetError, load_target
 from pytest_streamcheck.targets._browser import CLOSE_GRACE, REOPEN_LIMITS, BrowserAdapter
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_browser() -> Iterator[None]:
-    """One Chromium for the module's tests (each adapter still has its own context):
-    a browser launched per test costs seconds on a loaded machine."""
-    try:
-        host = _browser_host.acquire(_browser_host.find_chromium())
-    except _browser_host.BrowserMissing:
-        yield
-        return
-    host.wait_launched()  # its threads start now, not during the first test
-    yield
-    _browser_host.release(host)
+# one_browser: one Chromium for all of a worker's browser tests (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_browser")]
 
 
 @pytest.fixture

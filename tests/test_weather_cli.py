@@ -19,10 +19,11 @@ from pytest_streamcheck.targets._load import load_target
 def test_the_seed_experiment_reference_against_textbook() -> None:
     """seeds/000: the textbook client finishes in the low 90s, the reference at 99 % or
     more with nothing duplicated and nothing cut short shown as whole. Virtual time: one
-    seed, one outcome (the 500-stream run is benchmarks/weather.py's)."""
+    seed, one outcome (the 500-stream run is benchmarks/weather.py's). Seed 1 at 50
+    streams: the reference 100 %, the textbook 82 % with one truncation shown as whole."""
     seed_mix = get_weather("seed-mix")
-    reference = run_weather(load_target("reference"), seed_mix, streams=100, users=25, seed=1)
-    textbook = run_weather(load_target("textbook"), seed_mix, streams=100, users=25, seed=1)
+    reference = run_weather(load_target("reference"), seed_mix, streams=50, users=15, seed=1)
+    textbook = run_weather(load_target("textbook"), seed_mix, streams=50, users=15, seed=1)
     assert reference.timing == textbook.timing == "virtual"
     assert reference.metrics is not None
     assert textbook.metrics is not None
@@ -48,7 +49,8 @@ def test_the_command_reports_and_gates(tmp_path: Path, capsys: pytest.CaptureFix
     assert report["schema"] == "streamcheck-weather/1"
     assert [r["target"] for r in report["runs"]] == ["reference", "textbook"]
     assert out_html.read_text(encoding="utf-8").count("<svg") >= 3
-    assert main(args) == 0  # no threshold: both runs measured
+    # no threshold: both runs measured (fewer streams: the exit status is what is asked)
+    assert main([*args, "--streams", "6", "--users", "3"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -140,7 +142,10 @@ def test_a_missed_threshold_fails_the_weather_test_with_its_figures(
         "no:cacheprovider",
         "--streamcheck=textbook",
         "--streamcheck-weather=flaky-backend",
-        "--streamcheck-weather-streams=30",
+        # Seed 1: the textbook completes 19 of 20. Unseeded, 2 seeds in 40 left it whole,
+        # and the test failed on them.
+        "--streamcheck-seed=1",
+        "--streamcheck-weather-streams=20",
         "--streamcheck-weather-users=10",
         "--streamcheck-weather-require=completion >= 0.99",
         "-k",
@@ -194,8 +199,9 @@ def test_one_seed_plays_one_run_stamps_included() -> None:
 
     def played(seed: int) -> tuple[object, ...]:
         run = run_weather(
-            load_target("reference"), get_weather("seed-mix"), streams=40, users=10, seed=seed
+            load_target("reference"), get_weather("seed-mix"), streams=15, users=5, seed=seed
         )
+        assert run.faults  # the weather struck: retries, gaps and cuts are in the stamps
         shown = run.to_json()
         return (shown["metrics"], shown["series"], shown["faults"], run.outcomes)
 

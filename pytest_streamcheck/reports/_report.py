@@ -45,12 +45,14 @@ REPORT_ATTR = "streamcheck"  # a case's row
 VERDICT_ATTR = "streamcheck_verdict"  # a test's app verdict, on its teardown report
 
 
-def report_row(result: CaseResult, state: StreamcheckSession) -> dict[str, Any]:
-    """JSON-ready data for one case: the chart always, full evidence only for cases that
-    did not pass."""
-    row = result.to_json()
-    if result.verdict is Verdict.PASS:
-        row.pop("evidence", None)
+def report_row(
+    result: CaseResult, state: StreamcheckSession, *, written: bool = True
+) -> dict[str, Any]:
+    """JSON-ready data for one case. For a report ``written`` out: the timeline and chart
+    always, full evidence only for cases that did not pass. Otherwise (the terminal
+    summary alone) neither: building them cost some 5 ms a case."""
+    passed = result.verdict is Verdict.PASS
+    row = result.to_json(timeline=written, evidence=written and not passed)
     known = state.known.reason_for(result.case.id)
     row["known_failure"] = known
     # Stale: listed as a known failure, yet the case passes (pytest's XPASS).
@@ -89,11 +91,17 @@ class Reporter:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if self.state is not None:
-            self._case_row(item, call, report, self.state)
+            self._case_row(item, call, report, self.state, self._written(self.state))
         verdict = item.stash.get(VERDICT_ROW_KEY, None)  # left there by llm_server
         if self.verdicts is not None and call.when == "teardown" and verdict is not None:
             setattr(report, VERDICT_ATTR, verdict)
         return report
+
+    def _written(self, state: StreamcheckSession) -> bool:
+        """Whether a report is written out (JSON, HTML, a bundle), so rows need their
+        timelines and evidence. The same on xdist's workers as on its controller."""
+        s = state.settings
+        return self.path is not None or s.html is not None or s.certify is not None
 
     @staticmethod
     def _case_row(
@@ -101,6 +109,7 @@ class Reporter:
         call: pytest.CallInfo[None],
         report: pytest.TestReport,
         state: StreamcheckSession,
+        written: bool,
     ) -> None:
         from pytest_streamcheck._items import CaseItem
         from pytest_streamcheck._weather_item import WEATHER_ATTR, WeatherItem
@@ -118,7 +127,7 @@ class Reporter:
         reported = getattr(item, "_streamcheck_reported", False)
         # Once per case: on its call, or on the setup that failed or skipped it.
         if result is not None and not reported and (call.when == "call" or not report.passed):
-            setattr(report, REPORT_ATTR, report_row(result, state))
+            setattr(report, REPORT_ATTR, report_row(result, state, written=written))
             item._streamcheck_reported = True  # type: ignore[attr-defined]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
