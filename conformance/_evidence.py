@@ -58,7 +58,8 @@ class Delivery:
 
     def describe(self) -> str:
         if self.kind == "chunk":
-            return f"chunk {self.data[:40]!r}" + (f" id={self.id}" if self.id else "")
+            read = f" ({self.detail})" if self.detail else ""  # a text client's: its mark
+            return f"chunk {self.data[:40]!r}" + (f" id={self.id}" if self.id else "") + read
         if self.kind == "comment":
             return f"comment {self.data[:40]!r}"
         if self.kind == "state":

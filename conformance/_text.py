@@ -19,13 +19,18 @@ from dataclasses import replace
 
 from conformance._evidence import Delivery, Evidence
 from fake_servers import Attempt
-from fake_servers._marks import complete_up_to, marks_in
+from fake_servers._marks import complete_up_to, marks_in, unmarked
 
 __all__ = ["from_text"]
 
 
 def from_text(ev: Evidence) -> Evidence:
-    """``ev`` with each stream's reported text turned into the events its marks name."""
+    """``ev`` with each stream's reported text turned into the events its marks name,
+    and every event the server sent with its mark's attempt left out (``unmarked``): a
+    token then reads the same whichever attempt or path sent it, as an unmarked answer's
+    does, so a check that picks attempts by path, or compares two streams, judges a text
+    client as it judges one that hands over events."""
+    attempts = tuple(_unmark(a) for a in ev.attempts)
     sent = _sent_data(ev.attempts)
     streams: dict[str, _Reader] = {}
     out: list[Delivery] = []
@@ -38,24 +43,24 @@ def from_text(ev: Evidence) -> Evidence:
             out.append(d)
     for reader in streams.values():
         out.extend(reader.flush())
-    return replace(ev, deliveries=tuple(out))
+    return replace(ev, attempts=attempts, deliveries=tuple(out))
 
 
 _Sent = tuple[str, str | None]  # an event's data and id
 
 
+def _unmark(attempt: Attempt) -> Attempt:
+    events = tuple(
+        replace(e, data=unmarked(e.data)) if e.kind == "data" else e for e in attempt.events
+    )
+    return replace(attempt, events=events)
+
+
 def _sent_data(attempts: tuple[Attempt, ...]) -> dict[tuple[int, int], _Sent]:
-    """By attempt seq and index, each data event an attempt sent, as the checks know it:
-    the answer's event at that index as first sent (``_checks.answer``). An unmarked
-    answer is the same at an index whatever the attempt, and the checks judge order,
-    gaps and repeats by index; a mark no attempt sent is the client's own text. The id
-    goes with it: the text cannot carry one, and the event it names had it."""
-    first: dict[int, _Sent] = {}
-    sent: dict[tuple[int, int], _Sent] = {}
-    for a in attempts:
-        for e in a.data_events:
-            sent[(a.seq, e.index)] = first.setdefault(e.index, (e.data, e.id))
-    return sent
+    """By attempt seq and index, each data event an attempt sent, unmarked, with the id
+    it went with (the text cannot carry one). A mark no attempt sent is the client's own
+    text."""
+    return {(a.seq, e.index): (unmarked(e.data), e.id) for a in attempts for e in a.data_events}
 
 
 class _Reader:
@@ -88,7 +93,7 @@ class _Reader:
             if event is None:
                 yield self._chunk(text[start:end], at)
             else:
-                yield self._chunk(event[0], at, event[1])
+                yield self._chunk(event[0], at, event[1], read=text[start:end])
             last = end
         yield from self._stray(text[last:], at)
 
@@ -98,5 +103,7 @@ class _Reader:
         if text.strip():
             yield self._chunk(text, at)
 
-    def _chunk(self, data: str, at: float, event_id: str | None = None) -> Delivery:
-        return Delivery(self._stream, "chunk", at, data=data, id=event_id)
+    def _chunk(self, data: str, at: float, event_id: str | None = None, read: str = "") -> Delivery:
+        """A chunk; ``read``: the mark it was read from, kept for the timeline (``detail``)."""
+        detail = f"read from the text {read!r}" if read else ""
+        return Delivery(self._stream, "chunk", at, data=data, id=event_id, detail=detail)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["complete_up_to", "mark", "marks_in"]
+__all__ = ["complete_up_to", "mark", "marks_in", "unmarked"]
 
 # A space, then the attempt's ledger seq and the token's index in brackets.
 _OPEN, _CLOSE = " [", "]"
@@ -32,6 +32,13 @@ def marks_in(text: str) -> Iterator[tuple[int, int, int, int]]:
     """Each mark of ``text``: its attempt's seq, its index, where it starts and ends."""
     for found in _MARK.finditer(text):
         yield int(found[1]), int(found[2]), found.start(), found.end()
+
+
+def unmarked(text: str) -> str:
+    """``text`` with each mark's attempt left out (``" [7.3]"`` becomes ``" [3]"``): token
+    3 of the answer, whichever attempt sent it, as an unmarked answer's token 3 reads
+    the same on every attempt and every path."""
+    return _MARK.sub(lambda found: f" [{found[2]}]", text)
 
 
 def complete_up_to(text: str) -> int:

@@ -6,7 +6,8 @@ reference's own variants, in virtual time).
   that expects no event type and no id, and UNSUPPORTED on the others;
 - the cache headers are EventSource's: their POST cases do not apply;
 - a client that cannot send multipart bodies is UNSUPPORTED on SC-POST-2, never FAIL;
-- a 409 is never retried, whatever a library's own profile says.
+- a 409 is never retried, whatever a library's own profile says;
+- the attempt limit is judged only where a limit, not the status, stops the retries.
 The zoo's ``cache_control_no_store``, ``new_boundary_per_attempt``, ``retries_409`` and
 ``retries_408`` are the broken clients of the other rules (docs/zoo.md).
 """
@@ -156,6 +157,20 @@ def test_a_409_is_never_retried_whatever_the_library_profile_says() -> None:
     assert "the seed's matrix decides" in str(result.outcome)
     seed = _run(ReferenceAdapter, "SC-RETRY-41", "SC-RETRY-42")
     assert {r.verdict for r in seed.values()} == {Verdict.PASS}
+
+
+def test_the_attempt_limit_is_judged_only_where_a_limit_stops_the_retries() -> None:
+    """SC-RETRY-35/36 want ``gave_up`` once the limit is reached. A profile of one attempt
+    retries nothing, so its 502 is a status it never retries (``non_retryable_status``,
+    as docs/adapters.md says): the rule does not apply. A new user's httpx-sse-like
+    profile FAILed a correct report there. Under a limit that stops retries the rule is
+    judged (the zoo's ``unbounded_retries`` FAILs it)."""
+    ids = ("SC-RETRY-35", "SC-RETRY-36")
+    one = _run(ReferenceAdapter, *ids, profile="httpx-sse")
+    assert {(r.verdict, r.skip) for r in one.values()} == {(Verdict.UNSUPPORTED, "profile")}
+    assert all("allows no retry" in r.reason for r in one.values())
+    limited = _run(ReferenceAdapter, *ids, profile="seed-pipeline")
+    assert {r.verdict for r in limited.values()} == {Verdict.PASS}
 
 
 def test_a_request_field_newer_than_the_adapter_api_is_unsupported_naming_it(

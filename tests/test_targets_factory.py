@@ -38,6 +38,24 @@ def test_a_factory_that_takes_seed_gets_the_runs(module: types.ModuleType) -> No
     assert module.seen == [77, "plain"]  # type: ignore[attr-defined]
 
 
+def test_an_adapter_missing_a_member_is_told_which(module: types.ModuleType) -> None:
+    """A new user's fixed-policy adapter left out ``configure``: the error names it."""
+    from pytest_streamcheck.targets import TargetError
+
+    class NoConfigure:
+        info = ReferenceAdapter.info
+
+        async def reset(self) -> None: ...
+        async def stream(self, request: object, sink: object) -> None: ...
+        async def offline(self) -> None: ...
+        async def online(self) -> None: ...
+        async def aclose(self) -> None: ...
+
+    module.partial = NoConfigure  # type: ignore[attr-defined]
+    with pytest.raises(TargetError, match=r"which lacks configure of the adapter's members"):
+        load_target("sct_seeded:partial")()
+
+
 def test_a_missing_dependency_refuses_the_target_before_any_case(
     module: types.ModuleType,
 ) -> None:

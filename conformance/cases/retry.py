@@ -412,7 +412,15 @@ register_row(
 
 
 def _bounded_applies(policy: ClientPolicy, transport: str) -> str | None:
-    return None if policy.max_attempts else "the profile sets no attempt limit"
+    """The limit is what stops the retries: a profile that retries no 502 or 503, or
+    allows one attempt, stops for the status (``non_retryable_status``), never the limit."""
+    if not policy.max_attempts:
+        return "the profile sets no attempt limit"
+    if policy.max_attempts < 2:
+        return "the profile allows no retry, so no limit is reached"
+    if not (policy.matrix.is_retryable(502) and policy.matrix.is_retryable(503)):
+        return "the profile does not retry a 502 and a 503"
+    return None
 
 
 def _bounded_steps(policy: ClientPolicy) -> list[Respond]:

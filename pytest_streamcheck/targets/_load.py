@@ -96,13 +96,25 @@ def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
     def make() -> ClientAdapter:
         adapter = obj(**kwargs)
         if not isinstance(adapter, ClientAdapter):
+            missing = ", ".join(n for n in _MEMBERS if not hasattr(adapter, n))
             raise TargetError(
-                f"{target}: the factory returned {type(adapter).__name__}, which lacks the "
-                "adapter methods (info, configure, reset, stream, offline, online, aclose)"
+                f"{target}: the factory returned {type(adapter).__name__}, which lacks "
+                f"{missing or 'none of them by name'} of the adapter's members "
+                f"({', '.join(_MEMBERS)}; a no-op is fine where a capability is missing: "
+                "docs/adapters.md)"
             )
         return adapter
 
     return make
+
+
+# What ClientAdapter asks of an adapter, in its order: read off the protocol itself.
+_MEMBERS = tuple(
+    name
+    for name in (*ClientAdapter.__annotations__, *vars(ClientAdapter))
+    if not name.startswith("_")
+    and (name in ClientAdapter.__annotations__ or callable(getattr(ClientAdapter, name)))
+)
 
 
 def _takes_seed(obj: Any) -> bool:
