@@ -561,10 +561,15 @@ def test_keepalive_comments_count_only_under_the_bytes_rule(
     client: NodeDriver, fake_server: FakeServer, idle_rule: str, survives: bool
 ) -> None:
     """Comments during a data silence keep a `bytes` watch alive; a `data` watch abandons it."""
-    client.configure(replace(STALL_POLICY, idle_rule=idle_rule))  # type: ignore[arg-type]
-    # Five timeouts of keepalive-only silence: a starved Node process that sleeps through
-    # a shorter one (CI: 2.5 timeouts) reads the data after it before its watch looks.
-    stall = Stall(after=2, seconds=STALL_POLICY.stall_timeout * 5, keepalive=0.02)
+    # Surviving: keepalives every 20 ms against a 1 s timeout, a 50-fold margin (against
+    # 0.3 s, beside 2 CPU burners, a starved process once let the watch fire), through two
+    # timeouts of silence. Abandoning: five timeouts of keepalive-only silence, as a
+    # starved Node process that sleeps through a shorter one (CI: 2.5 timeouts) reads the
+    # data after it before its watch looks.
+    timeout, silence = (1.0, 2.0) if survives else (0.3, 1.5)
+    policy = replace(STALL_POLICY, idle_rule=idle_rule, stall_timeout=timeout)
+    client.configure(policy)  # type: ignore[arg-type]
+    stall = Stall(after=2, seconds=silence, keepalive=0.02)
     url = scripted(fake_server, Stream(events=4, stall=stall))
     sid = client.stream(url)
     end = client.end(sid)

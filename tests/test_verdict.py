@@ -257,6 +257,39 @@ def test_a_fixed_delay_spread_by_measured_load_is_undecided_never_clean() -> Non
     assert judge(growing, noise=_server_lag(0.08)).clean  # 0.25, 0.5, 1.0 s: load cannot
 
 
+def test_retries_with_no_wait_made_late_by_measured_load_are_undecided_never_clean() -> None:
+    """Beside 2 CPU burners a client that retried at once measured 20-40 ms waits and was
+    judged clean. With the server's loop that late meanwhile the rule is undecided; with a
+    quiet loop the same waits are the client's own (clean); a real backoff stays clean
+    under that load."""
+    spread = [rec(1, 0.0, 503), rec(2, 0.03, 503), rec(3, 0.065, 503), ok(4, 0.1)]
+    loaded = judge(spread, noise=_server_lag(0.03))
+    assert (loaded.findings, [f.rule for f in loaded.undecided]) == ((), ["V-BACKOFF-NONE"])
+    assert not loaded.ok
+    assert not loaded.clean
+    assert judge(spread, noise=_server_lag(0.001)).clean
+    backoff = [rec(1, 0.0, 503), rec(2, 0.06, 503), rec(3, 0.18, 503), ok(4, 0.42)]
+    assert judge(backoff, noise=_server_lag(0.03)).clean
+
+
+def test_a_retry_that_load_could_have_made_reach_the_hint_is_undecided() -> None:
+    """Beside 2 CPU burners a client that ignored a 0.3 s hint (its own backoff: 60 ms)
+    came 0.3 s later and was judged clean. A retry that reaches the hint only with the
+    lateness the kit measured meanwhile, from under half the hint, is undecided; one at
+    the hint under milder load, or under a quiet loop, is clean; one before the hint is a
+    finding on a quiet loop and undecided where the server's own lag could hide it."""
+    at_hint = [rec(1, 0.0, 429, retry_after=0.3), ok(2, 0.31, step=1)]
+    loaded = judge(at_hint, noise=_server_lag(0.12))  # 180 ms: a 0.13 s retry could be it
+    assert (loaded.findings, [f.rule for f in loaded.undecided]) == ((), ["V-RETRY-AFTER-IGNORED"])
+    assert not loaded.ok
+    assert judge(at_hint, noise=_server_lag(0.07)).clean  # 105 ms: only a retry at 0.2 s
+    assert judge(at_hint, noise=_server_lag(0.001)).clean
+    early = [rec(1, 0.0, 429, retry_after=0.3), ok(2, 0.2, step=1)]
+    assert musts(judge(early, noise=_server_lag(0.001))) == {"V-RETRY-AFTER-IGNORED"}
+    doubt = judge(early, noise=_server_lag(0.1))  # the server's lag could put it past 0.3 s
+    assert (doubt.findings, [f.rule for f in doubt.undecided]) == ((), ["V-RETRY-AFTER-IGNORED"])
+
+
 def _profile(**changes: Any) -> Profile:
     policy = ClientPolicy(
         backoff=BackoffConfig(base=0.2, caps=((1, 2.0),), jitter=0.5),
@@ -859,20 +892,32 @@ def _judge_run(llm: Any, row: Row) -> AppVerdict:
     return verdict
 
 
+PLAYS = 3  # plays of one row at most, while its verdict leaves a rule undecided
+
+
+def _decided(llm: Any, row: Row) -> AppVerdict:
+    """The row played until no rule is left undecided, at most PLAYS times, each on a fresh
+    ledger: the verdict never decides on doubt, and a loaded moment passes (beside 2 CPU
+    burners, lags of 200 ms left a 0.3 s Retry-After unprovable either way)."""
+    verdict = _judge_run(llm, row)
+    for _ in range(PLAYS - 1):
+        if not verdict.undecided:
+            break
+        verdict = _judge_run(llm, row)
+    return verdict
+
+
 @pytest.mark.parametrize("name", list(WRONG))
 def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
-    """A client with one mistake gets exactly the MUST (or SHOULD) finding for it."""
+    """A client with one mistake gets exactly the MUST (or SHOULD) finding for it. Load
+    never makes it pass: each play finds the mistake or leaves its rule undecided, never
+    clean; decided, the finding is exactly the mistake's."""
     row = WRONG[name]
-    verdict = _judge_run(llm_server, row)
-    # Load never makes a wrong client pass: the mistake is found, or its rule undecided.
+    verdict = _decided(llm_server, row)
     assert not verdict.clean, verdict.render()
-    if row.must and not musts(verdict):
-        # The verdict never blames on doubt: on a loaded machine (CI's xdist workers) the
-        # 20 ms "no backoff" bound was once unprovable (waits measured late), and a fixed
-        # delay woken late looked like jitter (undecided). Played again, on a fresh
-        # ledger, the mistake must be found.
-        assert {f.rule for f in verdict.undecided} == row.must, verdict.render()
-        verdict = _judge_run(llm_server, row)
+    if verdict.undecided:  # every play was loaded: refused, never passed
+        assert {f.rule for f in verdict.undecided} <= row.must | row.should, verdict.render()
+        return
     assert musts(verdict) == row.must, verdict.render()
     if row.should:
         assert shoulds(verdict) == row.should, verdict.render()
@@ -880,6 +925,10 @@ def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
 
 @pytest.mark.parametrize("name", list(RIGHT))
 def test_the_correct_client_gets_no_finding(llm_server: Any, name: str) -> None:
-    """The client that follows the seeds is clean in every scenario, strictly."""
-    verdict = _judge_run(llm_server, RIGHT[name])
-    verdict.assert_ok(strict=True)
+    """The client that follows the seeds is clean in every scenario, strictly: never a
+    finding, and once a play is decided, ok. Under load a rule may be undecided, which
+    is no blame."""
+    verdict = _decided(llm_server, RIGHT[name])
+    assert not verdict.findings, verdict.render()
+    if not verdict.undecided:
+        verdict.assert_ok(strict=True)
