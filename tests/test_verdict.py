@@ -307,6 +307,18 @@ def test_a_delay_outside_the_profile_envelope() -> None:
     assert judge([rec(1, 0.0, 503), ok(2, 0.25)], profile=profile).clean
 
 
+def test_a_retry_that_load_could_have_lifted_into_the_envelope_is_undecided() -> None:
+    """Retry 1 must wait 0.2-0.3 s. At 0.21 s with the server's loop 100 ms late
+    meanwhile, a retry far sooner (the tests' retries-too-soon: none at all) would look the
+    same: undecided, never clean; under milder load or a quiet loop, clean."""
+    profile = _profile()
+    inside = [rec(1, 0.0, 503), ok(2, 0.21)]
+    loaded = judge(inside, profile=profile, noise=_server_lag(0.1))
+    assert (loaded.findings, [f.rule for f in loaded.undecided]) == ((), ["V-BACKOFF-ENVELOPE"])
+    assert judge(inside, profile=profile, noise=_server_lag(0.03)).clean
+    assert judge(inside, profile=profile, noise=_server_lag(0.001)).clean
+
+
 def _at_lower_edges(reaction: float) -> list[Attempt]:
     """A failure, then five more, each ``reaction`` after its envelope's lower edge (from
     the failure's arrival, as the server sees it)."""

@@ -12,13 +12,14 @@ from typing import Literal
 
 from conformance._profiles import Profile
 from conformance.reference import ClientPolicy
-from conformance.timing._noise import Noise
+from conformance.timing._noise import LAG_FACTOR, Noise
 from conformance.timing._waits import Wait, seen_from, wait_between
 from fake_servers._ledger import Attempt
 
 __all__ = [
     "CANCEL_LEAD",
     "JOIN_SLACK",
+    "LOAD_SHORTFALL",
     "Inputs",
     "Look",
     "RetryWait",
@@ -36,6 +37,13 @@ _State = Literal["ok", "failed", "open", "cancelled"]
 # streams: those are concurrent calls, not retries.
 JOIN_SLACK = 0.25
 CANCEL_LEAD = 0.1  # a close this long before "the app stopped reading" was that stop
+# A wait that reaches a lower bound (a Retry-After hint, a profile's envelope) only with
+# the lateness the kit measured meanwhile is undecided when, less that lateness, it falls
+# short of the bound by more than this share: a client that ignores the bound waits far
+# short of it (its own backoff, or none), while one that keeps it sits at the bound, where
+# any lateness at all would make a doubt of it (at 0.2, beside 2 CPU burners, a correct
+# client's retry 21 ms past a 0.3 s hint was undecided under 103 ms of measured lateness).
+LOAD_SHORTFALL = 0.5
 
 
 # -- what each attempt amounted to ------------------------------------------------------
@@ -236,3 +244,15 @@ class RetryWait:
     def ceiling(self) -> float:
         """``most`` without its lower-bound slack: the best point for a position."""
         return self._wait.most - self.noise.lower_slack(seen_from(self.prev.a))
+
+    @property
+    def late_by_load(self) -> float:
+        """How late load could have made the client's wake-up: its own lateness is not
+        probed (an application's code), so the harness's lag meanwhile stands for it."""
+        return LAG_FACTOR * self.noise.lag(self.prev.a.arrived_at, self.nxt.a.arrived_at)
+
+    def load_could_lift_past(self, bound: float) -> bool:
+        """The wait kept ``bound``, yet a wait far short of it (LOAD_SHORTFALL), made late
+        by the load the kit measured, would look the same: undecided, never clean."""
+        late = self.late_by_load
+        return late > 0 and self.ceiling - late < bound * (1 - LOAD_SHORTFALL)

@@ -155,6 +155,18 @@ def envelope(ins: Inputs) -> Iterator[Finding]:
                     source=f"{ins.profile.key}: {ins.profile.source}",
                     call=number,
                 )
+            elif wait.load_could_lift_past(low):  # load only lengthens a wait
+                yield make_finding(
+                    "V-BACKOFF-ENVELOPE",
+                    (wait.prev.seq, nxt.seq),
+                    f"retry {n} (#{nxt.seq}) came {wait.most:.3f} s after the failure; "
+                    f"{ins.profile.key} allows [{low:.3f}, {high:.3f}] s, and a retry far "
+                    f"sooner, made up to {wait.late_by_load * 1000:.0f} ms late by the load "
+                    "the kit measured, would look the same",
+                    source=f"{ins.profile.key}: {ins.profile.source}",
+                    call=number,
+                    undecided=True,
+                )
             elif high - low >= JITTER_MIN_SPAN:
                 positions.append(min(max((wait.ceiling - low) / (high - low), 0.0), 1.0))
                 judged.append(nxt.seq)

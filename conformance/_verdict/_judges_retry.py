@@ -8,10 +8,8 @@ from collections.abc import Iterator, Sequence
 from conformance._verdict._calls import Inputs, Look
 from conformance._verdict._judges_breaker import breaker_threshold, failures_before
 from conformance._verdict._result import Finding, make_finding
-from conformance.timing._noise import LAG_FACTOR
 
 __all__ = [
-    "HINT_SHORTFALL",
     "STORM_ATTEMPTS",
     "STORM_WINDOW",
     "gave_up",
@@ -22,13 +20,6 @@ __all__ = [
 
 STORM_ATTEMPTS = 10  # without a profile's limit: more than this in STORM_WINDOW is a storm
 STORM_WINDOW = 60.0
-# A retry the load the kit measured could have made late enough to reach the hint is
-# undecided when, less that lateness, it came more than this share of the hint early: a
-# client that ignores a hint retries on its own backoff, far short of it (the tests' wrong
-# client: 60 ms of a 0.3 s hint), while one that honours it sits at the hint, where any
-# lateness at all would make a doubt of it (at 0.2, beside 2 CPU burners, a correct
-# client's retry 21 ms past the hint was undecided under 103 ms of measured lateness).
-HINT_SHORTFALL = 0.5
 
 
 def non_retryable(ins: Inputs) -> Iterator[Finding]:
@@ -72,16 +63,12 @@ def retry_after_ignored(ins: Inputs) -> Iterator[Finding]:
             if delay < wanted:  # ``most`` carries the lower-bound slack
                 yield make_finding("V-RETRY-AFTER-IGNORED", (prev.seq, nxt.seq), said, call=number)
                 continue
-            # Load only lengthens a wait: the client's own wake-up is not probed (an
-            # application's code), so the harness's lag meanwhile stands for it.
-            # From ``ceiling``, as the backoff rules: ``most`` carries the server's lag too.
-            late = LAG_FACTOR * ins.noise.lag(prev.a.arrived_at, nxt.a.arrived_at)
-            if late > 0 and wait.ceiling - late < wanted * (1 - HINT_SHORTFALL):
+            if wait.load_could_lift_past(wanted):  # load only lengthens a wait
                 yield make_finding(
                     "V-RETRY-AFTER-IGNORED",
                     (prev.seq, nxt.seq),
-                    f"{said}; a retry far sooner, made up to {late * 1000:.0f} ms late by the "
-                    "load the kit measured, would look the same",
+                    f"{said}; a retry far sooner, made up to {wait.late_by_load * 1000:.0f} ms "
+                    "late by the load the kit measured, would look the same",
                     call=number,
                     undecided=True,
                 )
