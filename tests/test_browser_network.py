@@ -181,7 +181,12 @@ def test_a_browser_cases_evidence_carries_its_attempts_hops() -> None:
     hops = result.evidence.noise.hops
     assert hops, result.evidence.noise.to_json()
     assert set(hops) <= seqs, (hops, seqs)
-    assert result.evidence.noise.report()[Source.NETWORK]["samples"] >= 1
+    # The report counts the hops' positive ways. A loopback hop is a millisecond, and the
+    # page's clock is read to within half a round trip: beside 2 CPU burners every way
+    # of a case once came out 0, and the report rightly had no network line.
+    ways = [way for pair in hops.values() for way in pair if way > 0]
+    network = result.evidence.noise.report().get(Source.NETWORK)
+    assert (network or {}).get("samples", 0) == len(ways), (network, hops)
 
 
 @pytest.mark.usefixtures("one_browser")

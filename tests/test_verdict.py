@@ -396,6 +396,20 @@ def test_a_pause_near_the_cooldown_is_breaker_like() -> None:
         assert found is hammers, pause
 
 
+def test_a_pause_that_load_could_have_stretched_is_undecided_never_clean() -> None:
+    """After 3 failures a retry 1 s later, against a 1 s cooldown: breaker-like on a quiet
+    loop. With the server's loop 400 ms late meanwhile, a retry with no pause would look
+    the same (the tests' no-breaker client backs off 0.3 s at most): undecided."""
+    profile = _profile(breaker=BreakerConfig(threshold=3, cooldown=1.0))
+    records = [rec(1, 0.0, 503), rec(2, 0.25, 503), rec(3, 0.5, 503), rec(4, 1.5, 503)]
+    rule = "V-BREAKER-NO-PAUSE"  # (the envelope judges the retries before the pause)
+    quiet = judge(records, profile=profile, noise=_server_lag(0.001))
+    assert rule not in {f.rule for f in (*quiet.findings, *quiet.undecided)}
+    loaded = judge(records, profile=profile, noise=_server_lag(0.4))
+    assert rule not in {f.rule for f in loaded.findings}
+    assert rule in {f.rule for f in loaded.undecided}
+
+
 def test_a_profile_breaker_makes_hammering_a_must() -> None:
     """With a consecutive breaker in the profile, its threshold and cooldown are the rule."""
     profile = _profile(breaker=BreakerConfig(threshold=3, cooldown=1.0))
@@ -458,6 +472,19 @@ def test_sitting_through_a_stall_beyond_the_timeout() -> None:
     assert musts(v) == {"V-STALL-SAT-THROUGH"}
     abandoned = rec(1, 0.0, 200, chunks=2, end="client_closed", took=1.1, stall=STALLED)
     assert judge([abandoned], stall_timeout=1.0, error="stalled").clean
+
+
+def test_a_stall_sat_through_within_the_measured_lag_is_undecided_never_clean() -> None:
+    """1.5 s of silence against a 0.5 s limit: sat through, on a quiet loop. Beside 2 CPU
+    burners the kit measured a second of lag meanwhile, and a client whose timer load
+    held back would have stayed as long: undecided, never clean (it was judged clean)."""
+    through = rec(1, 0.0, 200, chunks=2, done=True, took=1.5, stall=STALLED)
+    assert musts(judge([through], stall_timeout=0.5, noise=_server_lag(0.001))) == {
+        "V-STALL-SAT-THROUGH"
+    }
+    loaded = judge([through], stall_timeout=0.5, noise=_server_lag(0.8))
+    assert (loaded.findings, [f.rule for f in loaded.undecided]) == ((), ["V-STALL-SAT-THROUGH"])
+    assert not loaded.clean
 
 
 def test_a_stall_is_judged_against_the_seed_timeout_without_a_stall_timeout() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "cancelled_by_app",
     "group_calls",
     "in_band_error",
+    "lifted_by_load",
     "look_at",
 ]
 
@@ -252,7 +253,11 @@ class RetryWait:
         return LAG_FACTOR * self.noise.lag(self.prev.a.arrived_at, self.nxt.a.arrived_at)
 
     def load_could_lift_past(self, bound: float) -> bool:
-        """The wait kept ``bound``, yet a wait far short of it (LOAD_SHORTFALL), made late
-        by the load the kit measured, would look the same: undecided, never clean."""
-        late = self.late_by_load
-        return late > 0 and self.ceiling - late < bound * (1 - LOAD_SHORTFALL)
+        """``lifted_by_load`` for this wait."""
+        return lifted_by_load(self.ceiling, self.late_by_load, bound)
+
+
+def lifted_by_load(waited: float, late: float, bound: float) -> bool:
+    """A wait of ``waited`` kept ``bound``, yet one far short of it (LOAD_SHORTFALL), made
+    ``late`` by the load the kit measured, would look the same: undecided, never clean."""
+    return late > 0 and waited - late < bound * (1 - LOAD_SHORTFALL)
