@@ -954,8 +954,14 @@ def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
     row = WRONG[name]
     verdict = _decided(llm_server, row)
     assert not verdict.clean, verdict.render()
-    if verdict.undecided:  # every play was loaded: refused, never passed
-        assert {f.rule for f in verdict.undecided} <= row.must | row.should, verdict.render()
+    if verdict.undecided:
+        # Every play was loaded. What is found is the mistake's; the mistake is found or
+        # its rule left open, never passed; any rule may be left open (beside 2 burners
+        # the attempt-limit client's correct 50 ms backoff was, under 44 ms of lag).
+        mistake = row.must | row.should
+        found, undecided = {f.rule for f in verdict.findings}, verdict.undecided
+        assert found <= mistake, verdict.render()
+        assert found or {f.rule for f in undecided} & mistake, verdict.render()
         return
     assert musts(verdict) == row.must, verdict.render()
     if row.should:
