@@ -31,7 +31,7 @@ def from_text(ev: Evidence) -> Evidence:
     does, so a check that picks attempts by path, or compares two streams, judges a text
     client as it judges one that hands over events."""
     attempts = tuple(_unmark(a) for a in ev.attempts)
-    sent = _sent_data(ev.attempts)
+    sent = _sent_data(attempts)
     streams: dict[str, _Reader] = {}
     out: list[Delivery] = []
     for d in ev.deliveries:
@@ -57,10 +57,10 @@ def _unmark(attempt: Attempt) -> Attempt:
 
 
 def _sent_data(attempts: tuple[Attempt, ...]) -> dict[tuple[int, int], _Sent]:
-    """By attempt seq and index, each data event an attempt sent, unmarked, with the id
-    it went with (the text cannot carry one). A mark no attempt sent is the client's own
-    text."""
-    return {(a.seq, e.index): (unmarked(e.data), e.id) for a in attempts for e in a.data_events}
+    """By attempt seq and index, each data event an attempt sent (unmarked already), with
+    the id it went with (the text cannot carry one). A mark no attempt sent is the
+    client's own text."""
+    return {(a.seq, e.index): (e.data, e.id) for a in attempts for e in a.data_events}
 
 
 class _Reader:

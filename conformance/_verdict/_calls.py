@@ -26,6 +26,7 @@ __all__ = [
     "cancelled_by_app",
     "group_calls",
     "in_band_error",
+    "late_by_load",
     "lifted_by_load",
     "look_at",
 ]
@@ -250,11 +251,17 @@ class RetryWait:
     def late_by_load(self) -> float:
         """How late load could have made the client's wake-up: its own lateness is not
         probed (an application's code), so the harness's lag meanwhile stands for it."""
-        return LAG_FACTOR * self.noise.lag(self.prev.a.arrived_at, self.nxt.a.arrived_at)
+        return late_by_load(self.noise, self.prev.a.arrived_at, self.nxt.a.arrived_at)
 
     def load_could_lift_past(self, bound: float) -> bool:
         """``lifted_by_load`` for this wait."""
         return lifted_by_load(self.ceiling, self.late_by_load, bound)
+
+
+def late_by_load(noise: Noise, start: float, end: float) -> float:
+    """How late load could have made an application's wake-up in [start, end]: its own
+    lateness is not probed, so the harness's lag meanwhile stands for it (0 unmeasured)."""
+    return LAG_FACTOR * noise.lag(start, end) if noise.measured else 0.0
 
 
 def lifted_by_load(waited: float, late: float, bound: float) -> bool:

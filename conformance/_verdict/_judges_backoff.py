@@ -5,10 +5,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator, Sequence
 
-from conformance._verdict._calls import Inputs, Look, RetryWait
+from conformance._verdict._calls import Inputs, Look, RetryWait, late_by_load
 from conformance._verdict._judges_breaker import breaker_threshold
 from conformance._verdict._result import Finding, make_finding
-from conformance.timing._noise import LAG_FACTOR
 
 __all__ = [
     "FIXED_MIN_DELAYS",
@@ -120,12 +119,8 @@ def fixed_schedule(ins: Inputs) -> Iterator[Finding]:
 
 
 def _late_by_load(ins: Inputs, looks: Sequence[Look]) -> float:
-    """How late load could have made the client's wake-ups during the call: its own
-    lateness is not probed (an application's code), so the harness's lag meanwhile,
-    which the same machine's load causes, stands for it. 0 when nothing was measured."""
-    if not ins.noise.measured:
-        return 0.0
-    return LAG_FACTOR * ins.noise.lag(looks[0].a.arrived_at, looks[-1].a.arrived_at)
+    """``late_by_load`` over the whole call."""
+    return late_by_load(ins.noise, looks[0].a.arrived_at, looks[-1].a.arrived_at)
 
 
 def _fits_one_delay(delays: Sequence[float], reach: float, enough: float) -> bool:

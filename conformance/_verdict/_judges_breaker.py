@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from conformance._verdict._calls import Inputs, Look, lifted_by_load
+from conformance._verdict._calls import Inputs, Look, late_by_load, lifted_by_load
 from conformance._verdict._result import Finding, make_finding
 from conformance._verdict._rules import FindingLevel
-from conformance.timing._noise import LAG_FACTOR
 from conformance.timing._waits import seen_from, span
 
 __all__ = [
@@ -74,7 +73,7 @@ def hammering(ins: Inputs) -> Iterator[Finding]:
                 if gap.most < BREAKER_LIKE * cooldown:
                     yield make_finding("V-BREAKER-NO-PAUSE", seqs, said, level=level)
                     break
-                late = LAG_FACTOR * ins.noise.lag(run[-1].a.arrived_at, look.a.arrived_at)
+                late = late_by_load(ins.noise, run[-1].a.arrived_at, look.a.arrived_at)
                 if lifted_by_load(pause, late, BREAKER_LIKE * cooldown):
                     yield make_finding(
                         "V-BREAKER-NO-PAUSE",
