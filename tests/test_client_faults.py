@@ -30,8 +30,6 @@ from conformance.reference import (
 from fake_servers import FakeServer, Fault, FaultProxy, Gap, LedgerTimeout, Respond, Stream, now
 from fake_servers._virtual import TICK
 
-STAMP_SLACK = 0.03  # how late a loaded proxy loop may stamp a connection it accepts
-
 COOLDOWN = 0.3
 BREAKER = policy(breaker=BreakerConfig(threshold=5, cooldown=COOLDOWN))
 
@@ -316,29 +314,40 @@ async def test_non_idempotent_post_is_retried_when_the_connect_failed(
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
-@pytest.mark.asyncio
-async def test_blackholed_request_is_abandoned_by_the_stall_watch(
-    fake_server: FakeServer, proxy: FaultProxy
-) -> None:
+def test_blackholed_request_is_abandoned_by_the_stall_watch(virtual: OnVirtualLoop) -> None:
     """A connection that swallows the request and never answers is a stall before the
-    commit: abandoned after the stall timeout and retried on a new connection."""
-    fake_server.script("/s", Stream(events=2))
-    proxy.next_connections(Fault.blackhole())
+    commit: abandoned after the stall timeout and retried on a new connection.
+
+    In virtual time, so the gap is exact: in real time a loaded proxy loop once stamped
+    the first connection 0.28 s late, and the gap it measured said nothing of the client."""
+    server = virtual.server
+    server.script("/s", Stream(events=2))
     log = StateLog()
     pol = policy(stall_timeout=0.3, stall_check_interval=0.05)
-    async with make_client(pol, on_state=log) as client:
-        events, error = await drain(client.stream(proxy.url + "/s", on_state=log))
+
+    proxy = FaultProxy(server.url, ledger=server.ledger).start(loop=virtual.loop)
+    proxy.next_connections(Fault.blackhole())
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None]:
+        async with make_client(pol, on_state=log) as client:
+            return await drain(client.stream(proxy.url + "/s", on_state=log))
+
+    try:
+        events, error = virtual.run(body)
+    finally:
+        proxy.stop()
     assert error is None
     assert len(events) == 2
     assert State.STALLED in log.states
-    # A third connection is a load's doing, not the client's: beside 2 burners and the
-    # suite, the server once answered the retry later than the 0.3 s watch (a stall
-    # the client then rightly abandoned too). The claim is about the first two.
-    first, second, *_ = proxy.connections()
+    first, second = proxy.connections()
     assert first.fault == "blackhole"
-    # The proxy stamps a connection as its loop accepts it: the first one's stamp may be
-    # late by that loop's lag, which shortens the gap (once by 6 ms in CI under xdist).
-    assert 0.3 - STAMP_SLACK <= second.opened_at - first.opened_at <= 0.35 + SLACK
+    # The watch looks every 0.05 s: the silence is abandoned within one look of 0.3 s,
+    # and the retry goes after the delay the client drew, to the microsecond.
+    assert first.closed_at is not None
+    assert 0.3 <= first.closed_at - first.opened_at <= 0.35 + TICK
+    retrying = next(c for c in log.changes if c.state is State.RETRYING)
+    assert retrying.delay is not None
+    assert second.opened_at - first.closed_at == pytest.approx(retrying.delay, abs=2 * TICK)
 
 
 @pytest.mark.asyncio
