@@ -128,3 +128,27 @@ def test_the_kits_commands_and_network_switches_are_timed_to_the_page(
             assert before <= due <= woke <= now()
     finally:
         lane.run(adapter.aclose())
+
+
+def test_a_case_that_ends_right_after_a_switch_keeps_its_note(
+    lane: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note of when the page heard ``online()`` is in the ledger once ``collect_lag``
+    returns, however soon after the switch the case ended: it is the one measure of the
+    trip from the kit to the page, and a reconnect timed from the signal needs it."""
+    monkeypatch.setattr(_browser, "PROBE_INTERVAL", 1000.0)  # no probe rows: only these
+    # The note's answer held back 0.3 s, as a loaded driver or renderer can.
+    slow = "(a) => new Promise((r) => setTimeout(() => r(window.__streamcheckLag.seen(...a)), 300))"
+    monkeypatch.setattr(_browser, "_SEEN", slow)
+    ledger = FakeServer().ledger
+    adapter = BrowserAdapter(PAGES / "tiny.html")
+    try:
+        lane.run(adapter.start())
+        adapter.measure_lag(ledger)
+        lane.run(adapter.reset())
+        lane.run(adapter.offline())
+        lane.run(adapter.online())
+        lane.run(adapter.collect_lag())
+        assert len(ledger.lags().get(Source.PAGE, ())) == 2  # each switch's
+    finally:
+        lane.run(adapter.aclose())
