@@ -12,7 +12,7 @@ from browser_support import PAGES, LoopThread, need_chromium
 
 from conformance._suite import run_suite
 from conformance.timing import Noise
-from fake_servers import FakeServer, now
+from fake_servers import FakeServer, Ledger, now
 from fake_servers._noise import Source
 from pytest_streamcheck.targets import _browser
 from pytest_streamcheck.targets._browser import BrowserAdapter
@@ -102,53 +102,55 @@ def test_the_pages_lag_never_makes_the_kit_overloaded() -> None:
     assert blocked.lag(0.5) >= 0.5
 
 
-def test_the_kits_commands_and_network_switches_are_timed_to_the_page(
+@pytest.fixture
+def probed_page(
     lane: LoopThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A cancel or a network switch reaches the page through Playwright's driver and
-    the browser process: how late it got there is a row of the page's series."""
-    monkeypatch.setattr(_browser, "PROBE_INTERVAL", 1000.0)  # no probe rows: only these
+) -> Iterator[tuple[BrowserAdapter, Ledger]]:
+    """A page whose lag the kit measures into a ledger, with no probe rows of its own:
+    the ledger's page rows are the timed signals alone."""
+    monkeypatch.setattr(_browser, "PROBE_INTERVAL", 1000.0)
     ledger = FakeServer().ledger
     adapter = BrowserAdapter(PAGES / "tiny.html")
     try:
         lane.run(adapter.start())
         adapter.measure_lag(ledger)
         lane.run(adapter.reset())
-        assert Source.PAGE not in ledger.lags()  # reset is not a timed command
-        before = now()
-        lane.run(adapter.offline())
-        lane.run(adapter.online())
-        adapter._send_nowait({"cmd": "cancel", "stream": "none"})  # as a cancelled stream's
-        deadline = time.monotonic() + 3
-        while len(ledger.lags().get(Source.PAGE, ())) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        rows = ledger.lags()[Source.PAGE]
-        assert len(rows) == 3, rows
-        for due, woke in rows:
-            assert before <= due <= woke <= now()
+        yield adapter, ledger
     finally:
         lane.run(adapter.aclose())
 
 
+def test_the_kits_commands_and_network_switches_are_timed_to_the_page(
+    lane: LoopThread, probed_page: tuple[BrowserAdapter, Ledger]
+) -> None:
+    """A cancel or a network switch reaches the page through Playwright's driver and
+    the browser process: how late it got there is a row of the page's series."""
+    adapter, ledger = probed_page
+    assert Source.PAGE not in ledger.lags()  # reset is not a timed command
+    before = now()
+    lane.run(adapter.offline())
+    lane.run(adapter.online())
+    adapter._send_nowait({"cmd": "cancel", "stream": "none"})  # as a cancelled stream's
+    deadline = time.monotonic() + 3
+    while len(ledger.lags().get(Source.PAGE, ())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    rows = ledger.lags()[Source.PAGE]
+    assert len(rows) == 3, rows
+    for due, woke in rows:
+        assert before <= due <= woke <= now()
+
+
 def test_a_case_that_ends_right_after_a_switch_keeps_its_note(
-    lane: LoopThread, monkeypatch: pytest.MonkeyPatch
+    lane: LoopThread, probed_page: tuple[BrowserAdapter, Ledger], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The note of when the page heard ``online()`` is in the ledger once ``collect_lag``
     returns, however soon after the switch the case ended: it is the one measure of the
     trip from the kit to the page, and a reconnect timed from the signal needs it."""
-    monkeypatch.setattr(_browser, "PROBE_INTERVAL", 1000.0)  # no probe rows: only these
+    adapter, ledger = probed_page
     # The note's answer held back 0.3 s, as a loaded driver or renderer can.
     slow = "(a) => new Promise((r) => setTimeout(() => r(window.__streamcheckLag.seen(...a)), 300))"
     monkeypatch.setattr(_browser, "_SEEN", slow)
-    ledger = FakeServer().ledger
-    adapter = BrowserAdapter(PAGES / "tiny.html")
-    try:
-        lane.run(adapter.start())
-        adapter.measure_lag(ledger)
-        lane.run(adapter.reset())
-        lane.run(adapter.offline())
-        lane.run(adapter.online())
-        lane.run(adapter.collect_lag())
-        assert len(ledger.lags().get(Source.PAGE, ())) == 2  # each switch's
-    finally:
-        lane.run(adapter.aclose())
+    lane.run(adapter.offline())
+    lane.run(adapter.online())
+    lane.run(adapter.collect_lag())
+    assert len(ledger.lags().get(Source.PAGE, ())) == 2  # each switch's
