@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import pytest
 from conftest import OnVirtualLoop
 from test_client_support import (
-    SLACK,
     StateLog,
     drain,
     make_client,
@@ -22,12 +21,13 @@ from conformance.reference import (
     BreakerConfig,
     BreakerState,
     CircuitOpen,
+    ClientPolicy,
     NotIdempotent,
     Offline,
     SSEEvent,
     State,
 )
-from fake_servers import FakeServer, Fault, FaultProxy, Gap, LedgerTimeout, Respond, Stream, now
+from fake_servers import FakeServer, Fault, FaultProxy, Gap, Respond, Stream, now
 from fake_servers._virtual import TICK
 
 COOLDOWN = 0.3
@@ -145,65 +145,79 @@ async def test_mid_stream_failures_do_not_count_for_the_breaker(fake_server: Fak
     assert len(fake_server.ledger.attempts("/s")) == 4
 
 
-# -- offline and online -----------------------------------------------------------
-@pytest.mark.asyncio
-async def test_no_attempts_while_offline_and_connect_at_once_on_online(
-    fake_server: FakeServer, proxy: FaultProxy
-) -> None:
+# -- offline and online, in virtual time: "at once" is the same instant ------------------
+def test_no_attempts_while_offline_and_connect_at_once_on_online(virtual: OnVirtualLoop) -> None:
     """offline(): the retrying stream waits without making a single attempt; online(): it
     goes at once (the pooled keep-alive connection may carry it, so count attempts)."""
-    fake_server.script("/s", Respond(503), Stream(events=2))
+    server = virtual.server
+    server.script("/s", Respond(503), Stream(events=2))
+    proxy = FaultProxy(server.url).start(loop=virtual.loop)
     log = StateLog()
-    async with make_client(policy(backoff=BackoffConfig(base=0.1, caps=((1, 0.1),)))) as client:
-        task = asyncio.create_task(drain(client.stream(proxy.url + "/s", on_state=log)))
-        await log.reached(State.RETRYING)
-        client.offline()
-        await log.reached(State.OFFLINE)
-        # Several backoff periods pass: an online client would have retried by now.
-        with pytest.raises(LedgerTimeout):
-            await asyncio.to_thread(fake_server.ledger.wait_attempts, 2, 0.4)
-        assert len(proxy.connections()) == 1
-        back = now()
-        client.online()
-        events, error = await task
+    pol = policy(backoff=BackoffConfig(base=0.1, caps=((1, 0.1),)))
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None, float]:
+        async with make_client(pol) as client:
+            task = asyncio.create_task(drain(client.stream(proxy.url + "/s", on_state=log)))
+            await log.reached(State.RETRYING)
+            client.offline()
+            await log.reached(State.OFFLINE)
+            await asyncio.sleep(0.4)  # four backoffs: an online client would have retried
+            assert len(server.ledger.attempts("/s")) == 1
+            assert len(proxy.connections()) == 1
+            back = now()
+            client.online()
+            events, error = await task
+            return events, error, back
+
+    try:
+        events, error, back = virtual.run(body)
+    finally:
+        proxy.stop()
     assert error is None
     assert len(events) == 2
-    attempts = fake_server.ledger.attempts("/s")
+    attempts = server.ledger.attempts("/s")
     assert len(attempts) == 2
-    assert attempts[1].arrived_at - back <= SLACK  # no backoff after online()
+    assert attempts[1].arrived_at - back <= TICK  # no backoff after online()
 
 
-@pytest.mark.asyncio
-async def test_online_skips_the_remaining_backoff(fake_server: FakeServer) -> None:
+def _online_after(virtual: OnVirtualLoop, pol: ClientPolicy, waiting: State) -> float:
+    """Play a stream until ``waiting``, then online(): how long after it the next
+    attempt reached the server."""
+    server = virtual.server
+    log = StateLog()
+
+    async def body() -> float:
+        async with make_client(pol) as client:
+            task = asyncio.create_task(drain(client.stream(server.url + "/s", on_state=log)))
+            await log.reached(waiting)
+            if waiting is State.RETRYING:
+                client.offline()
+                await log.reached(State.OFFLINE)
+            back = now()
+            client.online()
+            assert client.breaker.state(now()) is BreakerState.CLOSED
+            _, error = await task
+            assert error is None
+            return back
+
+    back = virtual.run(body)
+    return server.ledger.attempts("/s")[-1].arrived_at - back
+
+
+def test_online_skips_the_remaining_backoff(virtual: OnVirtualLoop) -> None:
     """online() after offline(): the stream connects at once, not after its 2 s backoff."""
-    fake_server.script("/s", Respond(503), Stream(events=1))
-    log = StateLog()
-    async with make_client(policy(backoff=BackoffConfig(base=2.0, caps=((1, 2.0),)))) as client:
-        task = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
-        await log.reached(State.RETRYING)
-        client.offline()
-        await log.reached(State.OFFLINE)
-        back = now()
-        client.online()
-        _, error = await task
-    assert error is None
-    assert fake_server.ledger.attempts("/s")[1].arrived_at - back <= SLACK
+    virtual.server.script("/s", Respond(503), Stream(events=1))
+    pol = policy(backoff=BackoffConfig(base=2.0, caps=((1, 2.0),)))
+    assert _online_after(virtual, pol, State.RETRYING) <= TICK
+    assert len(virtual.server.ledger.attempts("/s")) == 2
 
 
-@pytest.mark.asyncio
-async def test_online_resets_an_open_breaker(fake_server: FakeServer) -> None:
+def test_online_resets_an_open_breaker(virtual: OnVirtualLoop) -> None:
     """online() closes the breaker: a stream waiting out a 5 s cooldown goes at once."""
-    fake_server.script("/s", *[Respond(503)] * 5, Stream(events=1))
-    log = StateLog()
-    async with make_client(policy(breaker=BreakerConfig(cooldown=5.0))) as client:
-        task = asyncio.create_task(drain(client.stream(fake_server.url + "/s", on_state=log)))
-        await log.reached(State.BREAKER_OPEN)
-        back = now()
-        client.online()
-        assert client.breaker.state(now()) is BreakerState.CLOSED
-        _, error = await task
-    assert error is None
-    assert fake_server.ledger.attempts("/s")[5].arrived_at - back <= SLACK
+    virtual.server.script("/s", *[Respond(503)] * 5, Stream(events=1))
+    pol = policy(breaker=BreakerConfig(cooldown=5.0))
+    assert _online_after(virtual, pol, State.BREAKER_OPEN) <= TICK
+    assert len(virtual.server.ledger.attempts("/s")) == 6
 
 
 @pytest.mark.asyncio

@@ -9,18 +9,20 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import OnVirtualLoop
 from test_client_support import SLACK, StateLog, drain, make_client, payloads, policy
 
 from conformance.reference import (
     BackoffConfig,
+    ClientPolicy,
     GaveUp,
     NonRetryableStatus,
     NotIdempotent,
+    SSEEvent,
     State,
 )
 from fake_servers import FakeServer, Respond, Stream
-
-pytestmark = pytest.mark.asyncio
+from fake_servers._virtual import TICK
 
 NEVER = (400, 401, 403, 404, 422)
 RETRIED = (429, 500, 502, 503, 504)
@@ -34,6 +36,7 @@ def _options(method: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("status", NEVER)
+@pytest.mark.asyncio
 async def test_never_retried_status_fails_after_one_attempt(
     fake_server: FakeServer, method: str, status: int
 ) -> None:
@@ -54,6 +57,7 @@ async def test_never_retried_status_fails_after_one_attempt(
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("status", RETRIED)
+@pytest.mark.asyncio
 async def test_retried_status_succeeds_on_the_next_attempt(
     fake_server: FakeServer, method: str, status: int
 ) -> None:
@@ -69,6 +73,7 @@ async def test_retried_status_succeeds_on_the_next_attempt(
     assert payloads(events) == [e.data for e in attempts[1].data_events]
 
 
+@pytest.mark.asyncio
 async def test_max_attempts_gives_up_with_the_last_failure(fake_server: FakeServer) -> None:
     """With max_attempts=3 and a server that keeps failing, GaveUp after exactly 3 attempts."""
     fake_server.script("/s", Respond(503))
@@ -80,18 +85,34 @@ async def test_max_attempts_gives_up_with_the_last_failure(fake_server: FakeServ
     assert len(fake_server.ledger.attempts("/s")) == 3
 
 
-async def test_backoff_gaps_respect_the_policy_envelope(fake_server: FakeServer) -> None:
-    """The shell sleeps at least the core's backoff: gaps grow 50, 100, 200 ms (+0-50 %)."""
-    backoff = BackoffConfig(base=0.05, caps=((1, 1.0),))
-    fake_server.script("/s", Respond(500), Respond(500), Respond(500), Stream(events=1))
-    async with make_client(policy(backoff=backoff)) as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
+# -- delays, in virtual time: the server sees each retry exactly when the client sent it --
+EXACT = 2 * TICK  # a gap between two server stamps, each to the clock's microsecond
+
+
+def _gaps(virtual: OnVirtualLoop, pol: ClientPolicy) -> list[float]:
+    """The gaps between the arrivals of a GET's attempts, played by a client of ``pol``."""
+    server = virtual.server
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None]:
+        async with make_client(pol) as client:
+            return await drain(client.stream(server.url + "/s"))
+
+    _, error = virtual.run(body)
     assert error is None
-    arrived = [a.arrived_at for a in fake_server.ledger.attempts("/s")]
-    assert len(arrived) == 4
-    for retry, (before, after) in enumerate(itertools.pairwise(arrived), start=1):
+    arrived = [a.arrived_at for a in server.ledger.attempts("/s")]
+    return [after - before for before, after in itertools.pairwise(arrived)]
+
+
+def test_backoff_gaps_respect_the_policy_envelope(virtual: OnVirtualLoop) -> None:
+    """The shell sleeps the core's backoff: gaps grow 50, 100, 200 ms (+0-50 %), and the
+    server sees each one exactly (in real time a loaded worker once added 0.2 s)."""
+    backoff = BackoffConfig(base=0.05, caps=((1, 1.0),))
+    virtual.server.script("/s", Respond(500), Respond(500), Respond(500), Stream(events=1))
+    gaps = _gaps(virtual, policy(backoff=backoff))
+    assert len(gaps) == 3
+    for retry, gap in enumerate(gaps, start=1):
         low, high = backoff.envelope(retry)
-        assert low <= after - before <= high + SLACK
+        assert low - EXACT <= gap <= high + EXACT, (retry, gap)
 
 
 @pytest.mark.parametrize(
@@ -104,18 +125,17 @@ async def test_backoff_gaps_respect_the_policy_envelope(fake_server: FakeServer)
     ],
     ids=["seconds-float", "seconds-over-cap", "ms", "ms-first"],
 )
-async def test_retry_after_sets_the_delay(
-    fake_server: FakeServer, headers: tuple[tuple[str, str], ...], hint: float
+def test_retry_after_sets_the_delay(
+    virtual: OnVirtualLoop, headers: tuple[tuple[str, str], ...], hint: float
 ) -> None:
-    """The next attempt comes no sooner than the server's Retry-After (clamped to the cap)."""
-    fake_server.script("/s", Respond(503, headers=headers), Stream(events=1))
-    async with make_client() as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
-    assert error is None
-    first, second = fake_server.ledger.attempts("/s")
-    assert hint <= second.arrived_at - first.arrived_at <= hint + SLACK
+    """The next attempt comes after the server's Retry-After (clamped to the cap), no
+    sooner and no later (in real time beside 2 burners a 0.6 s wait once took 1.2 s)."""
+    virtual.server.script("/s", Respond(503, headers=headers), Stream(events=1))
+    (gap,) = _gaps(virtual, policy())
+    assert gap == pytest.approx(hint, abs=EXACT)
 
 
+@pytest.mark.asyncio
 async def test_retry_after_http_date(fake_server: FakeServer) -> None:
     """An HTTP-date Retry-After (whole seconds, rounded up by the server) is waited out."""
     fake_server.script("/s", Respond(503, retry_after_date=0.2), Stream(events=1))
@@ -127,18 +147,15 @@ async def test_retry_after_http_date(fake_server: FakeServer) -> None:
 
 
 @pytest.mark.parametrize("value", ["soon", "-5", "1e3"])
-async def test_unusable_retry_after_falls_back_to_backoff(
-    fake_server: FakeServer, value: str
-) -> None:
+def test_unusable_retry_after_falls_back_to_backoff(virtual: OnVirtualLoop, value: str) -> None:
     """Garbage or negative Retry-After is ignored: the (short) backoff applies."""
-    fake_server.script("/s", Respond(503, headers=(("retry-after", value),)), Stream(events=1))
-    async with make_client() as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
-    assert error is None
-    first, second = fake_server.ledger.attempts("/s")
-    assert second.arrived_at - first.arrived_at <= policy().backoff.envelope(1)[1] + SLACK
+    virtual.server.script("/s", Respond(503, headers=(("retry-after", value),)), Stream(events=1))
+    (gap,) = _gaps(virtual, policy())
+    low, high = policy().backoff.envelope(1)
+    assert low - EXACT <= gap <= high + EXACT
 
 
+@pytest.mark.asyncio
 async def test_json_body_is_byte_identical_on_every_attempt(fake_server: FakeServer) -> None:
     """Each retry of an idempotent POST sends exactly the same body."""
     fake_server.script("/s", Respond(503), Respond(500), Stream(events=2))
@@ -153,6 +170,7 @@ async def test_json_body_is_byte_identical_on_every_attempt(fake_server: FakeSer
     assert {a.body_sha256 for a in attempts} == {hashlib.sha256(sent).hexdigest()}
 
 
+@pytest.mark.asyncio
 async def test_multipart_with_an_image_is_byte_identical_on_every_attempt(
     fake_server: FakeServer,
 ) -> None:
@@ -176,6 +194,7 @@ async def test_multipart_with_an_image_is_byte_identical_on_every_attempt(
     assert attempts[0].body_size > len(image)
 
 
+@pytest.mark.asyncio
 async def test_post_is_not_idempotent_by_default(fake_server: FakeServer) -> None:
     """A plain POST that reached the server is never re-sent, even on a 503."""
     fake_server.script("/s", Respond(503), Stream(events=2))
@@ -188,6 +207,7 @@ async def test_post_is_not_idempotent_by_default(fake_server: FakeServer) -> Non
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_get_sends_event_stream_headers(fake_server: FakeServer) -> None:
     """Requests ask for text/event-stream, and the caller's headers are kept."""
     fake_server.script("/s", Stream(events=1))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import OnVirtualLoop
 from test_client_support import (
-    SLACK,
     StateLog,
     drain,
     make_client,
@@ -16,10 +16,17 @@ from test_client_support import (
     wait_ledger,
 )
 
-from conformance.reference import GaveUp, SSEComment, SSEEvent, Stalled, State, Truncated
+from conformance.reference import (
+    ClientPolicy,
+    GaveUp,
+    SSEComment,
+    SSEEvent,
+    Stalled,
+    State,
+    Truncated,
+)
 from fake_servers import FakeServer, Gap, Ledger, Raw, Respond, Stall, Stream, now
-
-pytestmark = pytest.mark.asyncio
+from fake_servers._virtual import TICK
 
 STALL = policy(stall_timeout=0.3, stall_check_interval=0.05)  # dead after 0.3-0.35 s of silence
 
@@ -30,6 +37,7 @@ def _sent(ledger: Ledger, path: str) -> list[str]:
 
 
 # -- resume and truncation -------------------------------------------------------
+@pytest.mark.asyncio
 async def test_resume_with_last_event_id_delivers_each_event_once(fake_server: FakeServer) -> None:
     """A broken stream with ids resumes after the last id; nothing repeats, nothing is missing."""
     fake_server.script("/s", Stream(events=4, ids=True, end="abort"), Stream(events=10, ids=True))
@@ -42,6 +50,7 @@ async def test_resume_with_last_event_id_delivers_each_event_once(fake_server: F
     assert payloads(events) == _sent(fake_server.ledger, "/s")
 
 
+@pytest.mark.asyncio
 async def test_resume_drops_what_a_replaying_server_repeats(fake_server: FakeServer) -> None:
     """A server that ignores Last-Event-ID replays from the start; the client drops 1..4."""
     fake_server.script(
@@ -56,6 +65,7 @@ async def test_resume_drops_what_a_replaying_server_repeats(fake_server: FakeSer
     assert payloads(events) == [e.data for e in second.data_events]
 
 
+@pytest.mark.asyncio
 async def test_no_retry_after_commit_without_ids(fake_server: FakeServer) -> None:
     """Without ids a broken stream cannot resume: Truncated(clean=False), no second attempt."""
     fake_server.script("/s", Stream(events=3, end="abort"), Stream(events=3))
@@ -67,6 +77,7 @@ async def test_no_retry_after_commit_without_ids(fake_server: FakeServer) -> Non
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_clean_end_without_terminal_is_a_truncation(fake_server: FakeServer) -> None:
     """A body that ends cleanly before its terminal event raises Truncated(clean=True)."""
     fake_server.script("/s", Stream(events=3, end="truncate"), Stream(events=3))
@@ -78,6 +89,7 @@ async def test_clean_end_without_terminal_is_a_truncation(fake_server: FakeServe
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_truncation_before_the_first_chunk_is_retried(fake_server: FakeServer) -> None:
     """An empty body (no data, no terminal) has delivered nothing, so it is retried."""
     fake_server.script("/s", Stream(events=0, end="truncate"), Stream(events=2))
@@ -88,6 +100,7 @@ async def test_truncation_before_the_first_chunk_is_retried(fake_server: FakeSer
     assert len(fake_server.ledger.attempts("/s")) == 2
 
 
+@pytest.mark.asyncio
 async def test_clean_truncation_with_ids_resumes(fake_server: FakeServer) -> None:
     """A clean early end of a stream with ids resumes like a broken one."""
     fake_server.script("/s", Stream(events=2, ids=True, end="truncate"), Stream(events=5, ids=True))
@@ -97,78 +110,87 @@ async def test_clean_truncation_with_ids_resumes(fake_server: FakeServer) -> Non
     assert [e.id for e in events] == ["1", "2", "3", "4", "5"]
 
 
-# -- first chunk, stalls and keepalives ------------------------------------------
-async def test_first_chunk_timeout_abandons_a_slow_attempt(fake_server: FakeServer) -> None:
+# -- first chunk, stalls and keepalives, in virtual time ----------------------------------
+# Each timeout is timed exactly: the server's stamps fall where the client's clock says,
+# and no loaded worker can add a second attempt or a STALLED that clears.
+EXACT = 2 * TICK  # a span between two stamps, each to the clock's microsecond
+
+
+def _play(
+    virtual: OnVirtualLoop, pol: ClientPolicy, log: StateLog | None = None
+) -> tuple[list[SSEEvent], BaseException | None]:
+    """Drain one GET of ``/s`` by a client of ``pol`` beside the virtual server."""
+    server = virtual.server
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None]:
+        async with make_client(pol, on_state=log) as client:
+            return await drain(client.stream(server.url + "/s"))
+
+    return virtual.run(body)
+
+
+def test_first_chunk_timeout_abandons_a_slow_attempt(virtual: OnVirtualLoop) -> None:
     """No data event within first_chunk_timeout: the attempt is dropped and retried."""
-    fake_server.script("/s", Stream(events=2, delay=3.0), Stream(events=2))
+    virtual.server.script("/s", Stream(events=2, delay=3.0), Stream(events=2))
     log = StateLog()
-    async with make_client(policy(first_chunk_timeout=0.2), on_state=log) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    events, error = _play(virtual, policy(first_chunk_timeout=0.2), log)
     assert error is None
     assert len(events) == 2
-    # The first attempt is the claim; load may add one more (beside 2 burners the
-    # second attempt's first chunk once came later than 0.2 s too, and was dropped).
-    slow, *_ = fake_server.ledger.wait_finished(2.0, "/s")
+    slow, _ = virtual.server.ledger.wait_finished(2.0, "/s")
     assert slow.end == "client_closed"
     assert slow.ended_at is not None
     started = log.changes[0].at  # CONNECTING: the request starts, on the same clock
-    assert 0.2 <= slow.ended_at - started <= 0.2 + SLACK
+    assert slow.ended_at - started == pytest.approx(0.2, abs=EXACT)
 
 
-async def test_first_chunk_timeout_counts_data_not_bytes(fake_server: FakeServer) -> None:
+def test_first_chunk_timeout_counts_data_not_bytes(virtual: OnVirtualLoop) -> None:
     """Keepalive comments after the headers do not satisfy the time-to-first-chunk timeout."""
     keepalive = Stall(after=0, seconds=3.0, keepalive=0.02)
-    fake_server.script("/s", Stream(events=2, stall=keepalive), Stream(events=2))
-    async with make_client(policy(first_chunk_timeout=0.2)) as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
+    virtual.server.script("/s", Stream(events=2, stall=keepalive), Stream(events=2))
+    _, error = _play(virtual, policy(first_chunk_timeout=0.2))
     assert error is None
-    # The answer may come on a third attempt: on a loaded machine (2 CPU burners beside
-    # the suite) the second one's first chunk once took over the 0.2 s too.
-    slow, *_ = fake_server.ledger.wait_finished(2.0, "/s")
+    slow, _ = virtual.server.ledger.wait_finished(2.0, "/s")
     assert slow.end == "client_closed"
     assert slow.ended_at is not None
-    assert slow.ended_at - slow.arrived_at <= 0.2 + SLACK
+    assert slow.ended_at - slow.arrived_at == pytest.approx(0.2, abs=EXACT)
 
 
-async def test_stall_before_commit_is_retried(fake_server: FakeServer) -> None:
+def test_stall_before_commit_is_retried(virtual: OnVirtualLoop) -> None:
     """A silent stream before any data: STALLED is surfaced, then the attempt is retried."""
-    fake_server.script("/s", Stream(events=2, stall=Stall(after=0)), Stream(events=2))
+    virtual.server.script("/s", Stream(events=2, stall=Stall(after=0)), Stream(events=2))
     log = StateLog()
-    async with make_client(STALL, on_state=log) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    events, error = _play(virtual, STALL, log)
     assert error is None
     assert len(events) == 2
-    # Before the retry: STALLED then RETRYING. A loaded server can answer after one check
-    # interval, so STALLED, then CONNECTING again as the headers arrive, may come first.
-    states = log.states
-    retry = states.index(State.RETRYING)
-    assert states[0] == State.CONNECTING
-    assert states[retry - 1 : retry + 2] == [State.STALLED, State.RETRYING, State.CONNECTING]
-    assert set(states[:retry]) == {State.CONNECTING, State.STALLED}
-    silent, _ = fake_server.ledger.wait_finished(2.0, "/s")
+    assert log.states == [
+        *(State.CONNECTING, State.STALLED, State.RETRYING),
+        *(State.CONNECTING, State.COMMITTED, State.DONE),
+    ]
+    silent, _ = virtual.server.ledger.wait_finished(2.0, "/s")
     assert silent.end == "client_closed"
     assert silent.ended_at is not None
     assert silent.headers_at is not None
-    assert 0.3 <= silent.ended_at - silent.headers_at <= 0.35 + SLACK
+    # The watch looks every 0.05 s: the silence is given up at its first look past 0.3 s.
+    assert 0.3 <= silent.ended_at - silent.headers_at <= 0.35 + EXACT
 
 
-async def test_stall_after_commit_without_ids_raises_stalled(fake_server: FakeServer) -> None:
+def test_stall_after_commit_without_ids_raises_stalled(virtual: OnVirtualLoop) -> None:
     """Silence after the commit: the connection is abandoned and Stalled(committed) raised."""
-    fake_server.script("/s", Stream(events=5, stall=Stall(after=2)))
+    virtual.server.script("/s", Stream(events=5, stall=Stall(after=2)))
     log = StateLog()
-    async with make_client(STALL, on_state=log) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    events, error = _play(virtual, STALL, log)
     assert isinstance(error, Stalled)
     assert error.committed
     assert len(events) == 2
     assert State.STALLED in log.states
-    (attempt,) = fake_server.ledger.wait_finished(2.0, "/s")
+    (attempt,) = virtual.server.ledger.wait_finished(2.0, "/s")
     assert attempt.end == "client_closed"
     last_event = attempt.data_events[-1].at
     assert attempt.ended_at is not None
-    assert 0.3 <= attempt.ended_at - last_event <= 0.35 + SLACK
+    assert 0.3 <= attempt.ended_at - last_event <= 0.35 + EXACT
 
 
+@pytest.mark.asyncio
 async def test_stall_after_commit_with_ids_resumes(fake_server: FakeServer) -> None:
     """Silence after the commit on a stream with ids: reconnect with Last-Event-ID."""
     fake_server.script(
@@ -184,114 +206,105 @@ async def test_stall_after_commit_with_ids_resumes(fake_server: FakeServer) -> N
     assert fake_server.ledger.attempts("/s")[1].last_event_id == "2"
 
 
-async def test_stalled_state_clears_when_data_flows_again(fake_server: FakeServer) -> None:
-    """A pause longer than the check interval but shorter than the timeout: STALLED, then
-    COMMITTED again, and the stream completes on its first connection."""
-    fake_server.script("/s", Stream(events=4, stall=Stall(after=2, seconds=0.2)))
+def test_stalled_state_clears_when_data_flows_again(virtual: OnVirtualLoop) -> None:
+    """A pause longer than the check interval but shorter than the timeout: STALLED once,
+    then COMMITTED again, and the stream completes on its first connection."""
+    virtual.server.script("/s", Stream(events=4, stall=Stall(after=2, seconds=0.2)))
     log = StateLog()
-    # A timeout well above the pause: CI's loaded workers took over 0.3 s to answer.
-    patient = policy(stall_timeout=1.0, stall_check_interval=0.05)
-    async with make_client(patient, on_state=log) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    patient = policy(stall_timeout=0.3, stall_check_interval=0.05)
+    events, error = _play(virtual, patient, log)
     assert error is None
     assert len(events) == 4
-    # A loaded server can be slower than one check interval before its headers or between
-    # two events: each such wait is one more STALLED that clears, never a reconnect.
-    states = log.states
-    commit = states.index(State.COMMITTED)
-    assert states[0] == State.CONNECTING
-    assert set(states[:commit]) <= {State.CONNECTING, State.STALLED}
-    after = states[commit:-1]
-    assert states[-1] == State.DONE
-    assert after[::2] == [State.COMMITTED] * len(after[::2])
-    assert after[1::2] == [State.STALLED] * len(after[1::2])
-    assert State.STALLED in after
-    assert len(fake_server.ledger.attempts("/s")) == 1
+    assert log.states == [
+        *(State.CONNECTING, State.COMMITTED, State.STALLED, State.COMMITTED, State.DONE)
+    ]
+    assert len(virtual.server.ledger.attempts("/s")) == 1
 
 
-async def test_keepalive_comments_keep_a_stream_alive_under_idle_rule_bytes(
-    fake_server: FakeServer,
+def test_keepalive_comments_keep_a_stream_alive_under_idle_rule_bytes(
+    virtual: OnVirtualLoop,
 ) -> None:
-    """idle_rule "bytes": SSE comments count as life, so a long keepalive-only pause is kept.
-
-    Tolerance: a keepalive every 20 ms against a 1 s stall timeout; the loop may be
-    starved 0.98 s before a correct client fails (CI saw 0.3 s fail beside its suite),
-    and the 1.5 s pause still outlasts the timeout, so data alone would not keep it."""
+    """idle_rule "bytes": SSE comments count as life, so a long keepalive-only pause is
+    kept (1.5 s of keepalives every 20 ms against a 0.3 s stall timeout)."""
     keepalive = Stall(after=1, seconds=1.5, keepalive=0.02)
-    fake_server.script("/s", Stream(events=3, stall=keepalive))
-    async with make_client(policy(stall_timeout=1.0, stall_check_interval=0.05)) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    virtual.server.script("/s", Stream(events=3, stall=keepalive))
+    events, error = _play(virtual, STALL)
     assert error is None
     assert len(events) == 3
-    assert len(fake_server.ledger.attempts("/s")) == 1
+    assert len(virtual.server.ledger.attempts("/s")) == 1
 
 
-async def test_keepalive_only_stream_is_abandoned_under_idle_rule_data(
-    fake_server: FakeServer,
-) -> None:
+def test_keepalive_only_stream_is_abandoned_under_idle_rule_data(virtual: OnVirtualLoop) -> None:
     """idle_rule "data": comments do not count; the same pause is a stall."""
     keepalive = Stall(after=1, seconds=2.0, keepalive=0.02)
-    fake_server.script("/s", Stream(events=3, stall=keepalive))
+    virtual.server.script("/s", Stream(events=3, stall=keepalive))
     pol = policy(stall_timeout=0.3, stall_check_interval=0.05, idle_rule="data")
-    async with make_client(pol) as client:
-        events, error = await drain(client.stream(fake_server.url + "/s"))
+    events, error = _play(virtual, pol)
     assert isinstance(error, Stalled)
     assert len(events) == 1
-    (attempt,) = fake_server.ledger.wait_finished(2.0, "/s")
+    (attempt,) = virtual.server.ledger.wait_finished(2.0, "/s")
     assert attempt.end == "client_closed"
     assert attempt.ended_at is not None
-    assert attempt.ended_at - attempt.data_events[0].at <= 0.35 + SLACK
+    assert 0.3 <= attempt.ended_at - attempt.data_events[0].at <= 0.35 + EXACT
 
 
-async def test_stall_budget_is_spent_before_the_commit(fake_server: FakeServer) -> None:
+def test_stall_budget_is_spent_before_the_commit(virtual: OnVirtualLoop) -> None:
     """Stalls before any data count as attempts: max_attempts ends the call with GaveUp."""
-    fake_server.script("/s", Stream(events=2, stall=Stall(after=0)))
-    # The watch runs from the connect: at 0.1 s a loaded xdist worker's second request
-    # was abandoned before it reached the server.
-    async with make_client(
-        policy(stall_timeout=0.3, stall_check_interval=0.05, max_attempts=2)
-    ) as client:
-        _, error = await drain(client.stream(fake_server.url + "/s"))
+    virtual.server.script("/s", Stream(events=2, stall=Stall(after=0)))
+    _, error = _play(virtual, policy(stall_timeout=0.3, stall_check_interval=0.05, max_attempts=2))
     assert isinstance(error, GaveUp)
     assert error.last.kind == "stall"
-    assert len(fake_server.ledger.attempts("/s")) == 2
+    assert len(virtual.server.ledger.attempts("/s")) == 2
 
 
-# -- the consumer stops ----------------------------------------------------------
-async def test_break_closes_the_connection_at_once(fake_server: FakeServer) -> None:
-    """Breaking out of ``async for`` closes the HTTP connection; the server sees it promptly."""
-    fake_server.script("/s", Stream(events=200, gap=Gap(seconds=0.02)))
-    async with make_client() as client:
-        received = 0
-        async for _ in client.stream(fake_server.url + "/s"):
-            received += 1
-            if received == 2:
-                break
-        left = now()
-        await wait_ledger(fake_server.ledger, lambda led: led.attempts("/s")[0].finished, "close")
-    (attempt,) = fake_server.ledger.attempts("/s")
+# -- the consumer stops: the server sees the close in the same instant ---------------------
+def test_break_closes_the_connection_at_once(virtual: OnVirtualLoop) -> None:
+    """Breaking out of ``async for`` closes the HTTP connection; the server sees it at once."""
+    server = virtual.server
+    server.script("/s", Stream(events=200, gap=Gap(seconds=0.02)))
+
+    async def body() -> float:
+        async with make_client() as client:
+            received = 0
+            async for _ in client.stream(server.url + "/s"):
+                received += 1
+                if received == 2:
+                    break
+            left = now()
+            await wait_ledger(server.ledger, lambda led: led.attempts("/s")[0].finished, "close")
+            return left
+
+    left = virtual.run(body)
+    (attempt,) = server.ledger.attempts("/s")
     assert attempt.end == "client_closed"
     assert attempt.ended_at is not None
-    assert attempt.ended_at - left <= SLACK
-    assert len(attempt.data_events) < 200
+    assert attempt.ended_at - left <= EXACT
+    assert len(attempt.data_events) == 2
 
 
-async def test_aclose_closes_the_connection_during_a_stall(fake_server: FakeServer) -> None:
+def test_aclose_closes_the_connection_during_a_stall(virtual: OnVirtualLoop) -> None:
     """aclose() while the server is silent closes the connection; no retry follows."""
-    fake_server.script("/s", Stream(events=5, stall=Stall(after=1)))
-    async with make_client() as client:
-        stream = client.stream(fake_server.url + "/s")
-        await anext(stream)
-        closing = now()
-        await stream.aclose()
-        assert stream.state is State.COMMITTED
-        await wait_ledger(fake_server.ledger, lambda led: led.attempts("/s")[0].finished, "close")
-    (attempt,) = fake_server.ledger.attempts("/s")
+    server = virtual.server
+    server.script("/s", Stream(events=5, stall=Stall(after=1)))
+
+    async def body() -> float:
+        async with make_client() as client:
+            stream = client.stream(server.url + "/s")
+            await anext(stream)
+            closing = now()
+            await stream.aclose()
+            assert stream.state is State.COMMITTED
+            await wait_ledger(server.ledger, lambda led: led.attempts("/s")[0].finished, "close")
+            return closing
+
+    closing = virtual.run(body)
+    (attempt,) = server.ledger.attempts("/s")
     assert attempt.end == "client_closed"
     assert attempt.ended_at is not None
-    assert attempt.ended_at - closing <= SLACK
+    assert attempt.ended_at - closing <= EXACT
 
 
+@pytest.mark.asyncio
 async def test_cancelling_the_consumer_task_closes_the_connection(fake_server: FakeServer) -> None:
     """Cancelling the task that iterates (inside ``async with``) closes the connection."""
     fake_server.script("/s", Stream(events=5, stall=Stall(after=1)))
@@ -312,6 +325,7 @@ async def test_cancelling_the_consumer_task_closes_the_connection(fake_server: F
     assert fake_server.ledger.attempts("/s")[0].end == "client_closed"
 
 
+@pytest.mark.asyncio
 async def test_completed_stream_ends_cleanly_on_the_server(fake_server: FakeServer) -> None:
     """After the terminal event the client reads the body's end: the server sees "completed"."""
     fake_server.script("/s", Stream(events=3))
@@ -323,6 +337,7 @@ async def test_completed_stream_ends_cleanly_on_the_server(fake_server: FakeServ
     assert attempt.end == "completed"
 
 
+@pytest.mark.asyncio
 async def test_error_status_body_is_not_parsed_as_events(fake_server: FakeServer) -> None:
     """A 200 that is not text/event-stream is refused, not parsed."""
     fake_server.script("/s", Respond(200, body=b'{"not": "sse"}'))
@@ -333,6 +348,7 @@ async def test_error_status_body_is_not_parsed_as_events(fake_server: FakeServer
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_slow_consumer_is_not_mistaken_for_a_stall(fake_server: FakeServer) -> None:
     """A consumer busier than the stall timeout while the buffer is full: no stall, no loss."""
     fake_server.script("/s", Stream(events=6000))
@@ -348,6 +364,7 @@ async def test_slow_consumer_is_not_mistaken_for_a_stall(fake_server: FakeServer
     assert len(fake_server.ledger.attempts("/s")) == 1
 
 
+@pytest.mark.asyncio
 async def test_named_format_terminal_event_ends_the_stream(fake_server: FakeServer) -> None:
     """``event: done`` (the "named" format's terminal) ends the stream like ``[DONE]``."""
     fake_server.script("/s", Stream(events=3, format="named"))
@@ -357,6 +374,7 @@ async def test_named_format_terminal_event_ends_the_stream(fake_server: FakeServ
     assert [ev.event for ev in events] == ["token"] * 3
 
 
+@pytest.mark.asyncio
 async def test_custom_terminal_predicate(fake_server: FakeServer) -> None:
     """A caller-supplied terminal predicate decides where the answer ends."""
     fake_server.script("/s", Stream(events=5, ids=True))
@@ -372,6 +390,7 @@ KEEPALIVES = Raw(
 )
 
 
+@pytest.mark.asyncio
 async def test_items_hand_over_comments_in_stream_order(fake_server: FakeServer) -> None:
     """comments=True: items() yields each comment line where it came among the events."""
     fake_server.script("/s", KEEPALIVES)
@@ -386,6 +405,7 @@ async def test_items_hand_over_comments_in_stream_order(fake_server: FakeServer)
     ]
 
 
+@pytest.mark.asyncio
 async def test_iterating_a_stream_with_comments_yields_events_only(fake_server: FakeServer) -> None:
     """``async for`` and ``anext()`` skip the comments a comments=True stream keeps."""
     fake_server.script("/s", KEEPALIVES)
@@ -397,6 +417,7 @@ async def test_iterating_a_stream_with_comments_yields_events_only(fake_server: 
             assert (await anext(stream)).data == "c"
 
 
+@pytest.mark.asyncio
 async def test_a_comment_does_not_commit_the_stream(fake_server: FakeServer) -> None:
     """A break after comments only is a failure before the first chunk: it is retried."""
     fake_server.script("/s", Raw((b": warming up\n\n",), end="abort"), KEEPALIVES)
@@ -407,6 +428,7 @@ async def test_a_comment_does_not_commit_the_stream(fake_server: FakeServer) -> 
     assert len(fake_server.ledger.attempts("/s")) == 2
 
 
+@pytest.mark.asyncio
 async def test_an_event_left_unterminated_at_the_end_is_discarded(fake_server: FakeServer) -> None:
     """A body ending after "data: [DONE]" and one newline never completes that event: the
     answer is truncated, not done."""
