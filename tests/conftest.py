@@ -40,7 +40,7 @@ import pytest_streamcheck.targets._exec
 import pytest_streamcheck.targets._reference  # noqa: F401
 from fake_servers._proxy import FaultProxy  # noqa: F401
 from fake_servers._server import FakeServer
-from fake_servers._virtual import VirtualLoop, kit_calls, virtual_loop
+from fake_servers._virtual import TICK, VirtualLoop, kit_calls, virtual_loop
 from pytest_streamcheck._llm import LLMSession
 
 
@@ -189,6 +189,10 @@ def run_on(loop: VirtualLoop, make: Callable[[], Awaitable[Any]], timeout: float
 
     with kit_calls():
         return asyncio.run_coroutine_threadsafe(body(), loop).result(timeout)
+
+
+# A span between two stamps on a virtual clock, each true to its microsecond.
+EXACT = 2 * TICK
 
 
 class OnVirtualLoop:

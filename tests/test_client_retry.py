@@ -9,8 +9,16 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import OnVirtualLoop
-from test_client_support import SLACK, StateLog, drain, make_client, payloads, policy
+from conftest import EXACT, OnVirtualLoop
+from test_client_support import (
+    SLACK,
+    StateLog,
+    drain,
+    drain_on,
+    make_client,
+    payloads,
+    policy,
+)
 
 from conformance.reference import (
     BackoffConfig,
@@ -18,11 +26,9 @@ from conformance.reference import (
     GaveUp,
     NonRetryableStatus,
     NotIdempotent,
-    SSEEvent,
     State,
 )
 from fake_servers import FakeServer, Respond, Stream
-from fake_servers._virtual import TICK
 
 NEVER = (400, 401, 403, 404, 422)
 RETRIED = (429, 500, 502, 503, 504)
@@ -86,19 +92,11 @@ async def test_max_attempts_gives_up_with_the_last_failure(fake_server: FakeServ
 
 
 # -- delays, in virtual time: the server sees each retry exactly when the client sent it --
-EXACT = 2 * TICK  # a gap between two server stamps, each to the clock's microsecond
-
-
 def _gaps(virtual: OnVirtualLoop, pol: ClientPolicy) -> list[float]:
     """The gaps between the arrivals of a GET's attempts, played by a client of ``pol``."""
-    server = virtual.server
-
-    async def body() -> tuple[list[SSEEvent], BaseException | None]:
-        async with make_client(pol) as client:
-            return await drain(client.stream(server.url + "/s"))
-
-    _, error = virtual.run(body)
+    _, error = drain_on(virtual, pol)
     assert error is None
+    server = virtual.server
     arrived = [a.arrived_at for a in server.ledger.attempts("/s")]
     return [after - before for before, after in itertools.pairwise(arrived)]
 

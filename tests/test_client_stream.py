@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import OnVirtualLoop
+from conftest import EXACT, OnVirtualLoop
 from test_client_support import (
     StateLog,
     drain,
+    drain_on,
     make_client,
     payloads,
     policy,
@@ -17,7 +18,6 @@ from test_client_support import (
 )
 
 from conformance.reference import (
-    ClientPolicy,
     GaveUp,
     SSEComment,
     SSEEvent,
@@ -26,7 +26,6 @@ from conformance.reference import (
     Truncated,
 )
 from fake_servers import FakeServer, Gap, Ledger, Raw, Respond, Stall, Stream, now
-from fake_servers._virtual import TICK
 
 STALL = policy(stall_timeout=0.3, stall_check_interval=0.05)  # dead after 0.3-0.35 s of silence
 
@@ -113,27 +112,11 @@ async def test_clean_truncation_with_ids_resumes(fake_server: FakeServer) -> Non
 # -- first chunk, stalls and keepalives, in virtual time ----------------------------------
 # Each timeout is timed exactly: the server's stamps fall where the client's clock says,
 # and no loaded worker can add a second attempt or a STALLED that clears.
-EXACT = 2 * TICK  # a span between two stamps, each to the clock's microsecond
-
-
-def _play(
-    virtual: OnVirtualLoop, pol: ClientPolicy, log: StateLog | None = None
-) -> tuple[list[SSEEvent], BaseException | None]:
-    """Drain one GET of ``/s`` by a client of ``pol`` beside the virtual server."""
-    server = virtual.server
-
-    async def body() -> tuple[list[SSEEvent], BaseException | None]:
-        async with make_client(pol, on_state=log) as client:
-            return await drain(client.stream(server.url + "/s"))
-
-    return virtual.run(body)
-
-
 def test_first_chunk_timeout_abandons_a_slow_attempt(virtual: OnVirtualLoop) -> None:
     """No data event within first_chunk_timeout: the attempt is dropped and retried."""
     virtual.server.script("/s", Stream(events=2, delay=3.0), Stream(events=2))
     log = StateLog()
-    events, error = _play(virtual, policy(first_chunk_timeout=0.2), log)
+    events, error = drain_on(virtual, policy(first_chunk_timeout=0.2), log)
     assert error is None
     assert len(events) == 2
     slow, _ = virtual.server.ledger.wait_finished(2.0, "/s")
@@ -147,7 +130,7 @@ def test_first_chunk_timeout_counts_data_not_bytes(virtual: OnVirtualLoop) -> No
     """Keepalive comments after the headers do not satisfy the time-to-first-chunk timeout."""
     keepalive = Stall(after=0, seconds=3.0, keepalive=0.02)
     virtual.server.script("/s", Stream(events=2, stall=keepalive), Stream(events=2))
-    _, error = _play(virtual, policy(first_chunk_timeout=0.2))
+    _, error = drain_on(virtual, policy(first_chunk_timeout=0.2))
     assert error is None
     slow, _ = virtual.server.ledger.wait_finished(2.0, "/s")
     assert slow.end == "client_closed"
@@ -159,7 +142,7 @@ def test_stall_before_commit_is_retried(virtual: OnVirtualLoop) -> None:
     """A silent stream before any data: STALLED is surfaced, then the attempt is retried."""
     virtual.server.script("/s", Stream(events=2, stall=Stall(after=0)), Stream(events=2))
     log = StateLog()
-    events, error = _play(virtual, STALL, log)
+    events, error = drain_on(virtual, STALL, log)
     assert error is None
     assert len(events) == 2
     assert log.states == [
@@ -178,7 +161,7 @@ def test_stall_after_commit_without_ids_raises_stalled(virtual: OnVirtualLoop) -
     """Silence after the commit: the connection is abandoned and Stalled(committed) raised."""
     virtual.server.script("/s", Stream(events=5, stall=Stall(after=2)))
     log = StateLog()
-    events, error = _play(virtual, STALL, log)
+    events, error = drain_on(virtual, STALL, log)
     assert isinstance(error, Stalled)
     assert error.committed
     assert len(events) == 2
@@ -212,7 +195,7 @@ def test_stalled_state_clears_when_data_flows_again(virtual: OnVirtualLoop) -> N
     virtual.server.script("/s", Stream(events=4, stall=Stall(after=2, seconds=0.2)))
     log = StateLog()
     patient = policy(stall_timeout=0.3, stall_check_interval=0.05)
-    events, error = _play(virtual, patient, log)
+    events, error = drain_on(virtual, patient, log)
     assert error is None
     assert len(events) == 4
     assert log.states == [
@@ -228,7 +211,7 @@ def test_keepalive_comments_keep_a_stream_alive_under_idle_rule_bytes(
     kept (1.5 s of keepalives every 20 ms against a 0.3 s stall timeout)."""
     keepalive = Stall(after=1, seconds=1.5, keepalive=0.02)
     virtual.server.script("/s", Stream(events=3, stall=keepalive))
-    events, error = _play(virtual, STALL)
+    events, error = drain_on(virtual, STALL)
     assert error is None
     assert len(events) == 3
     assert len(virtual.server.ledger.attempts("/s")) == 1
@@ -239,7 +222,7 @@ def test_keepalive_only_stream_is_abandoned_under_idle_rule_data(virtual: OnVirt
     keepalive = Stall(after=1, seconds=2.0, keepalive=0.02)
     virtual.server.script("/s", Stream(events=3, stall=keepalive))
     pol = policy(stall_timeout=0.3, stall_check_interval=0.05, idle_rule="data")
-    events, error = _play(virtual, pol)
+    events, error = drain_on(virtual, pol)
     assert isinstance(error, Stalled)
     assert len(events) == 1
     (attempt,) = virtual.server.ledger.wait_finished(2.0, "/s")
@@ -251,7 +234,8 @@ def test_keepalive_only_stream_is_abandoned_under_idle_rule_data(virtual: OnVirt
 def test_stall_budget_is_spent_before_the_commit(virtual: OnVirtualLoop) -> None:
     """Stalls before any data count as attempts: max_attempts ends the call with GaveUp."""
     virtual.server.script("/s", Stream(events=2, stall=Stall(after=0)))
-    _, error = _play(virtual, policy(stall_timeout=0.3, stall_check_interval=0.05, max_attempts=2))
+    pol = policy(stall_timeout=0.3, stall_check_interval=0.05, max_attempts=2)
+    _, error = drain_on(virtual, pol)
     assert isinstance(error, GaveUp)
     assert error.last.kind == "stall"
     assert len(virtual.server.ledger.attempts("/s")) == 2

@@ -2,8 +2,9 @@
 
 Timing: every policy here is the seed policy scaled to 1 % (backoff 2 ms, breaker
 cooldown 0.6 s, stall timeout 0.9 s) with explicit overrides per test, and every
-wait has a deadline. Lower bounds on delays are asserted strictly; upper bounds get
-``SLACK`` because the machine is shared with other test runs.
+wait has a deadline. A test that times the client plays in virtual time (``drain_on``)
+and asserts to the clock's tick; in real time, lower bounds on delays are asserted
+strictly and upper bounds get ``SLACK`` because the machine is shared.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.reference import ClientPolicy, SSEEvent, State, StateChange, StreamingClient
 from conformance.reference._client import EventStream
 from fake_servers import Ledger, now
+
+if TYPE_CHECKING:
+    from conftest import OnVirtualLoop
 
 SLACK = 0.5  # seconds of scheduling noise allowed on top of any upper bound
 DEADLINE = 5.0  # the longest any single wait may take before the test fails
@@ -44,6 +48,20 @@ async def drain(stream: EventStream) -> tuple[list[SSEEvent], BaseException | No
     except Exception as exc:
         return events, exc
     return events, None
+
+
+def drain_on(
+    virtual: OnVirtualLoop, pol: ClientPolicy, log: StateLog | None = None
+) -> tuple[list[SSEEvent], BaseException | None]:
+    """``drain`` one GET of ``/s`` by a client of ``pol`` beside the virtual server."""
+    server = virtual.server
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None]:
+        async with make_client(pol, on_state=log) as client:
+            return await drain(client.stream(server.url + "/s"))
+
+    result: tuple[list[SSEEvent], BaseException | None] = virtual.run(body)
+    return result
 
 
 async def wait_ledger(ledger: Ledger, predicate: Callable[[Ledger], bool], what: str) -> None:

@@ -367,7 +367,7 @@ class BrowserAdapter(Peer):
         CLOSE_GRACE): a case that ends right after ``online()`` must not lose the note,
         the one measure of the trip from the kit to the page (CI: the example page's
         reconnect counted 85 ms late from the signal, its note not yet in)."""
-        pending, self._signals = [f for f in self._signals if not f.done()], []
+        pending, self._signals = self._signals, []
         if pending:
             futures = [asyncio.wrap_future(f) for f in pending]
             await asyncio.wait(futures, timeout=min(self.command_timeout, CLOSE_GRACE))
