@@ -144,3 +144,20 @@ def test_a_delivery_just_before_a_late_replay_stamp_may_be_the_replays() -> None
     calm = resumed_from_delivered(quiet(ev))
     assert not calm.ok
     assert not calm.undecidable
+
+
+def test_a_break_before_the_clients_code_had_the_response_is_undecidable() -> None:
+    """Every loop quiet, but the client's code got the response only after the break (a
+    page's fetch resolved 11 ms after it beside 2 CPU burners, the head 62 ms on its
+    way): the data was never readable, and nothing delivered before the resume is right.
+    A response the client had in time excuses nothing."""
+    ev = quiet(Evidence(tuple(FRESH), (), tuple(FROM_THE_FRESH)))
+    assert BROKEN_LATE.ended_at is not None
+    late = replace(ev, noise=replace(ev.noise, heads={1: BROKEN_LATE.ended_at + 0.011}))
+    outcome = resumed_from_delivered(late)
+    assert outcome.undecidable, outcome
+    assert "its response reached the client's code" in outcome.observed
+    in_time = replace(ev, noise=replace(ev.noise, heads={1: 0.001}))
+    outcome = resumed_from_delivered(in_time)
+    assert not outcome.ok
+    assert not outcome.undecidable, outcome
