@@ -47,6 +47,7 @@ _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # turn (a quiet loop turns within its 5 ms probe interval), polling this often.
 PROBES_PATIENCE = 2.0
 PROBES_POLL = 0.005
+DEADLINE_ROUNDS = 3  # waits for a close's deadline that the lag measured meanwhile moved
 # Credentials and identities that would otherwise travel to the fake server, or make an
 # SDK pick its own endpoint (a profile file, a bearer token).
 _REMOVED = (
@@ -274,11 +275,14 @@ class LLMServer:
             # probed loop has turned since, and the close had that turn to land.
             _probes_past(self.ledger, now(), PROBES_PATIENCE)
             # A stall they now show widens the close's deadline: wait that out too, or
-            # a client that never closes would be "too early to tell", never judged.
-            slack = self._noise().worst_slack()
-            due = 0.0 if mark is None else max(0.0, mark + slack - now())
-            with contextlib.suppress(LedgerTimeout):
-                self.ledger.wait_finished(due + 0.01)
+            # a client that never closes would be "too early to tell" (undecided). Lag
+            # measured during the wait widens it again: a few rounds, then the rule says.
+            for _ in range(DEADLINE_ROUNDS):
+                due = 0.0 if mark is None else mark + self._noise().worst_slack() - now()
+                if due <= 0:
+                    break
+                with contextlib.suppress(LedgerTimeout):
+                    self.ledger.wait_finished(due + 0.01)
         result = judge(
             self.ledger.attempts(),
             scenario=self.server.scenario,

@@ -514,7 +514,10 @@ def test_a_stream_left_open_after_the_app_stopped_reading() -> None:
     closed = rec(1, 0.0, 200, chunks=3, end="client_closed", took=1.05)
     assert judge([closed], stopped_reading_at=1.0).clean
     still_open = rec(1, 0.0, 200, chunks=3, end=None)
-    assert judge([still_open], stopped_reading_at=1.0, judged_at=1.2).clean  # too early
+    early = judge([still_open], stopped_reading_at=1.0, judged_at=1.2)  # before the close was due
+    assert not early.clean
+    assert not early.findings
+    assert [f.rule for f in early.undecided] == ["V-CANCEL-NOT-CLOSED"]
     assert musts(judge([still_open], stopped_reading_at=1.0, judged_at=2.0)) == {
         "V-CANCEL-NOT-CLOSED"
     }
