@@ -272,8 +272,13 @@ def test_a_junit_testcase_time_is_the_cases_own_duration(pytester: pytest.Pytest
         "--streamcheck-report=r.json",
         "--junitxml=j.xml",
     )
-    result.assert_outcomes(passed=len(cases))
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    # The reference passes each case, or (its real-time stall undecidable beside a second
+    # suite, at every scale) is INCONCLUSIVE: an error that is no failure of the client,
+    # and a setup whose time is the case's own play all the same.
+    verdicts = {c["id"]: c["verdict"] for c in report["cases"]}
+    assert set(verdicts.values()) <= {"PASS", "INCONCLUSIVE"}, result.stdout.str()
+    assert "PASS" in verdicts.values(), result.stdout.str()
     own = {c["id"]: c["duration"] for c in report["cases"]}
     tree = ET.parse(pytester.path / "j.xml")
     shown = {t.get("name"): float(t.get("time") or 0) for t in tree.iter("testcase")}
