@@ -310,7 +310,10 @@ def test_a_reopen_that_never_finishes_is_a_clear_error_in_bounded_time(
         tries = sum(REOPEN_LIMITS) * RESET_LIMIT
         bound = tries + len(REOPEN_LIMITS) * CLOSE_GRACE + 10.0  # a loaded machine's slack
         assert tries <= time.monotonic() - started < bound
-        assert len(server.ledger.attempts()) == 1 + len(REOPEN_LIMITS)
+        # The start's load, then one per try that the browser got as far as the script
+        # in: beside 2 CPU burners and a second suite (load 11) a 2 s try once ran out
+        # before it did, so a try may leave no request (never more than one).
+        assert 2 <= len(server.ledger.attempts()) <= 1 + len(REOPEN_LIMITS)
         started = time.monotonic()
         with pytest.raises(HarnessError, match=r"within 2\.0s, then 4\.0s"):
             lane.run(adapter.reset())  # the next case: at once, no third wait
