@@ -465,19 +465,26 @@ async def _timestamped_upstream(records: int, gap: float) -> asyncio.Server:
     return await asyncio.start_server(serve, "127.0.0.1", 0)
 
 
-async def _record_delays(port: int) -> list[float]:
-    """Arrival minus send time of every record, in order, until the upstream closes."""
+async def _reads(port: int) -> list[tuple[float, bytes]]:
+    """The loop time and bytes of every read, until the other end closes."""
     loop = asyncio.get_running_loop()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reads: list[tuple[float, bytes]] = []
+    while data := await reader.read(65536):
+        reads.append((loop.time(), data))
+    writer.close()
+    return reads
+
+
+async def _record_delays(port: int) -> list[float]:
+    """Arrival minus send time of every record, in order, until the upstream closes."""
     delays: list[float] = []
     buffer = b""
-    while data := await reader.read(65536):
-        arrived = loop.time()
+    for arrived, data in await _reads(port):
         buffer += data
         while len(buffer) >= _RECORD:
             record, buffer = buffer[:_RECORD], buffer[_RECORD:]
             delays.append(arrived - float(record))
-    writer.close()
     return delays
 
 
@@ -525,17 +532,6 @@ async def _bytes_upstream(payload: bytes) -> asyncio.Server:
     return await asyncio.start_server(serve, "127.0.0.1", 0)
 
 
-async def _arrivals(port: int) -> list[tuple[float, int]]:
-    """The loop time and size of every read, until the other end closes."""
-    loop = asyncio.get_running_loop()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    arrivals: list[tuple[float, int]] = []
-    while data := await reader.read(65536):
-        arrivals.append((loop.time(), len(data)))
-    writer.close()
-    return arrivals
-
-
 def test_slice_delivers_in_paced_pieces(virtual: OnVirtualLoop) -> None:
     """slice(n, p): 70 bytes sent in one write arrive as pieces of 16, 16, 16, 16 and 6,
     each exactly p seconds after the one before.
@@ -548,12 +544,12 @@ def test_slice_delivers_in_paced_pieces(virtual: OnVirtualLoop) -> None:
     proxy.start(loop=virtual.loop)
     proxy.set_fault(Fault.slice(size, pause=pause))
     try:
-        arrivals = virtual.run(lambda: _arrivals(address(proxy)[1]))
+        reads = virtual.run(lambda: _reads(address(proxy)[1]))
     finally:
         proxy.stop()
         virtual.loop.call_soon_threadsafe(upstream.close)
-    assert [got for _, got in arrivals] == [16, 16, 16, 16, 6]
-    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(arrivals)]
+    assert [len(data) for _, data in reads] == [16, 16, 16, 16, 6]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(reads)]
     assert gaps == pytest.approx([pause] * 4, abs=EXACT)
 
 
