@@ -934,6 +934,23 @@ def _judge_run(llm: Any, row: Row) -> AppVerdict:
     return verdict
 
 
+def _seen(llm: Any) -> str:
+    """The last play's stamps and the lag the kit measured meanwhile: what a verdict that
+    let a mistake pass needs to be read (its rendering shows the calls, not their times)."""
+    attempts = llm.ledger.attempts()
+    start = attempts[0].arrived_at if attempts else 0.0
+
+    def ms(stamp: float | None) -> str:
+        return "-" if stamp is None else f"{(stamp - start) * 1000:.1f} ms"
+
+    rows = [
+        f"  #{a.seq} {a.method} -> {a.status}: arrived {ms(a.arrived_at)}, ended {ms(a.ended_at)}"
+        for a in attempts
+    ]
+    noise = Noise.from_ledger(llm.ledger.lags(), client_probed=False)
+    return "\n".join(["the last play:", *rows, f"  {noise.headline()}"])
+
+
 PLAYS = 3  # plays of one row at most, while its verdict leaves a rule undecided
 
 
@@ -956,7 +973,7 @@ def test_each_mistake_is_found(llm_server: Any, name: str) -> None:
     clean; decided, the finding is exactly the mistake's."""
     row = WRONG[name]
     verdict = _decided(llm_server, row)
-    assert not verdict.clean, verdict.render()
+    assert not verdict.clean, f"{verdict.render()}\n{_seen(llm_server)}"
     if verdict.undecided:
         # Every play was loaded. What is found is the mistake's; the mistake is found or
         # its rule left open, never passed; any rule may be left open (beside 2 burners
