@@ -120,7 +120,10 @@ _EMIT = _page_script("emit.js")
 # (``collect_lag``), mapped onto the kit's clock, as ``Source.PAGE`` (a hosting loop).
 LAG_BATCH = 1.0  # seconds; measured: 0.1 s cost twice the CPU of 1 s (docs/browser.md)
 PINGS = 8  # page-clock readings per page; the one with the shortest round trip wins
-_DEFINED = _page_script("defined.js")
+# Resolves once the page defines ``window.streamcheck`` (a 10 ms poll in the page). An
+# ``evaluate``, not ``wait_for_function``: that compiles Playwright's injected script in
+# every fresh page first, about 40 ms a reset (benchmarks/browser_reset.py).
+_UNTIL_DEFINED = _page_script("until_defined.js")
 
 
 class _TimedOut(HarnessError):
@@ -437,7 +440,7 @@ class BrowserAdapter(Peer):
                 raise HarnessError(f"{self._who}: {url} answered {status}{self._tail()}")
             self._doing = doing = "waiting for the page to define window.streamcheck"
             self._doing += " = {hello(), command(cmd)}"
-            await page.wait_for_function(_DEFINED, polling=10)
+            await page.evaluate(_UNTIL_DEFINED)
             self._doing = doing = "waiting for window.streamcheck.hello() to return"
             reply = await page.evaluate("() => window.streamcheck.hello()")
             self._doing = "reading the page's clock"

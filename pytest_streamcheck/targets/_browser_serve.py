@@ -24,6 +24,11 @@ KIT_DIR = Path(str(files("pytest_streamcheck") / "browser"))
 class _Handler(http.server.SimpleHTTPRequestHandler):
     # Keep-alive: a page of ES modules is a dozen requests, each a connection in HTTP/1.0.
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: a response goes out as two writes (head, then file), and on a kept-alive
+    # connection Nagle held the file back until the browser's delayed ACK of the head,
+    # about 40 ms a module; the example page's load took 290 ms, now 147 ms (medians of
+    # 3 runs of 30 resets, benchmarks/browser_reset.py).
+    disable_nagle_algorithm = True
 
     def __init__(self, *args: Any, root: Path | None, **kwargs: Any) -> None:
         self._page_root = root
