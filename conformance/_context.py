@@ -202,19 +202,29 @@ class CaseRun:
 
 @contextlib.contextmanager
 def quiet_gc(on: bool) -> Iterator[None]:
-    """Keep the kit's own garbage collector from pausing every thread mid-measurement.
+    """Keep the kit's own garbage collector out of a measurement: no collection while
+    the case plays, and the heap frozen.
 
-    A full collection of a large test process takes tens of milliseconds and holds
-    the GIL: the server would stamp every arrival due in that pause late, together.
-    Freezing the existing objects leaves only the case's own to collect. A host that
-    froze its own heap already (a test suite that does) keeps it frozen: thawing
-    would undo what it chose.
+    A collection holds the GIL, so it pauses every loop of the process, and a busy
+    machine preempts it midway (beside 2 CPU burners a young collection of 9 ms of CPU
+    held every loop for 215 ms): the server would stamp every arrival due in that pause
+    late, together. The collector runs again on its own once the case is over; a
+    collection forced as it ended landed inside the probes' window (docs/timing.md).
+    A host that froze its heap keeps it frozen, and one that turned collection off
+    keeps it off: undoing either would undo what it chose.
     """
-    if not on or gc.get_freeze_count():
+    if not on:
         yield
         return
-    gc.freeze()
+    freeze = not gc.get_freeze_count()
+    enabled = gc.isenabled()
+    if freeze:
+        gc.freeze()
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if enabled:
+            gc.enable()
+        if freeze:
+            gc.unfreeze()

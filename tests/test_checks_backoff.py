@@ -12,6 +12,7 @@ import functools
 import gc
 import math
 import random
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -969,27 +970,60 @@ class TestRegistration:
 
 
 def test_the_runner_quiets_the_collector_for_the_many_client_cases():
-    """The jitter and herd cases ask the runner (``quiet_gc``) to freeze the garbage
-    collector while they play; it is frozen inside and thawed after. A heap the host
-    froze itself (this suite's conftest does) stays frozen."""
+    """The jitter and herd cases ask the runner (``quiet_gc``) to keep the garbage
+    collector out while they play: collection is off and the heap frozen inside, and
+    both are back after. A heap the host froze itself (this suite's conftest does)
+    stays frozen, and collection the host turned off stays off."""
     assert {c.id for c in all_cases() if c.quiet_gc} == {
         "SC-BACKOFF-9",
         "SC-BACKOFF-10",
         "SC-BACKOFF-11",
     }
+    assert gc.isenabled()
     gc.unfreeze()
     try:
         with quiet_gc(True):
             assert gc.get_freeze_count() > 0
+            assert not gc.isenabled()
         assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
         with quiet_gc(False):
             assert gc.get_freeze_count() == 0
+            assert gc.isenabled()
     finally:
         gc.freeze()
     frozen = gc.get_freeze_count()
     with quiet_gc(True):
-        pass
+        assert not gc.isenabled()
     assert gc.get_freeze_count() >= frozen > 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with quiet_gc(True):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+class _Node:
+    """A cycle of one: only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_garbage_of_a_quiet_case_is_collected_after_it_ends():
+    """Nothing is collected while the case plays, however much it allocates; its
+    cycles are, by the collector's next run once the case is over."""
+    with quiet_gc(True):
+        alive = weakref.ref(_Node())
+        junk = [[_Node()] for _ in range(10_000)]  # far past the collector's threshold
+        del junk
+        assert alive() is not None  # only a collection frees a cycle, and none ran
+    more = [_Node() for _ in range(10)]  # the next allocation sets the collector off
+    assert alive() is None
+    assert len(more) == 10
 
 
 @pytest.mark.parametrize("case_id", ["SC-BACKOFF-9", "SC-BACKOFF-11"])
