@@ -1,13 +1,14 @@
 """What a browser adapter's ``reset`` costs, and where the time goes (docs/browser.md).
 
 Before every case the adapter closes its context and opens a fresh one with the page
-loaded again, so that no idle keep-alive connection of an earlier case is reused. That
-reopen is most of a browser catalog run's wall time. This script resets the example
-client page (or ``--page``) ``--resets`` times and prints the median and p90 of the
-whole reset, and of each Playwright call inside it: a new context, a new page (a
-renderer process starting), the page's load, the wait for ``window.streamcheck``, and
-the ``evaluate`` round trips (hello, clock readings, the lag probe). Run with the kit's
-venv: ``python benchmarks/browser_reset.py [--resets N] [--burners K]``; burners are
+loaded again, so that no idle keep-alive connection of an earlier case is reused: most
+of a case's own set-up, though not of a catalog run (lanes overlap it, and the cases'
+real delays dominate). This script resets the example client page (or ``--page``)
+``--resets`` times and prints the median and p90 of the whole reset, and of each
+Playwright call inside it: a new context, a new page (a renderer process starting),
+the page's load, and the ``evaluate`` round trips (the wait for ``window.streamcheck``,
+hello, clock readings, the lag probe). Run with the kit's venv:
+``python benchmarks/browser_reset.py [--resets N] [--burners K]``; burners are
 busy-looping processes, stopped by PID at the end (``_load.Load``).
 """
 
@@ -37,7 +38,6 @@ CALLS = (
     (BrowserContext, "new_page"),
     (BrowserContext, "close"),
     (Page, "goto"),
-    (Page, "wait_for_function"),
     (Page, "evaluate"),
 )
 

@@ -557,8 +557,8 @@ def test_stall_after_commit_without_ids_surfaces_stalled(
     attempt = wait_end(fake_server.ledger, 1, "client_closed")
     assert attempt.ended_at is not None
     silent_since = attempt.data_events[-1].at
-    late = Noise.from_ledger(fake_server.ledger.lags(), client_probed=False)
-    low = STALL_POLICY.stall_timeout - EARLY - late.lower_slack(silent_since)
+    late = Noise.from_ledger(fake_server.ledger.lags()).lower_slack(silent_since)
+    low = STALL_POLICY.stall_timeout - EARLY - late
     limit = STALL_POLICY.stall_timeout + STALL_POLICY.stall_check_interval
     assert low <= attempt.ended_at - silent_since < limit + 1.0
     assert len(client.chunks(sid)) == 2

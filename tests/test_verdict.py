@@ -947,8 +947,7 @@ def _seen(llm: Any) -> str:
         f"  #{a.seq} {a.method} -> {a.status}: arrived {ms(a.arrived_at)}, ended {ms(a.ended_at)}"
         for a in attempts
     ]
-    noise = Noise.from_ledger(llm.ledger.lags(), client_probed=False)
-    return "\n".join(["the last play:", *rows, f"  {noise.headline()}"])
+    return "\n".join(["the last play:", *rows, f"  {llm._noise().headline()}"])
 
 
 PLAYS = 3  # plays of one row at most, while its verdict leaves a rule undecided
