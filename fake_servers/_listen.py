@@ -1,10 +1,16 @@
-"""The listening socket the fake server and the fault proxy bind before they serve."""
+"""The listening socket the fake server and the fault proxy bind before they serve, and
+how they close it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
 import socket
+import struct
+from typing import Any
 
-__all__ = ["listening_socket"]
+__all__ = ["close_listener", "listening_socket"]
 
 
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -25,3 +31,44 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def close_listener(server: asyncio.Server) -> None:
+    """``server.close()``, resetting each connection it accepted and has not handed on.
+
+    asyncio hands an accepted socket to a task of its own (``_accept_connection2``) that
+    makes the transport. One that has not started when the server closes fails to
+    attach to it (an AssertionError in ``Server._attach``, shown only in debug mode) and
+    never closes the socket: its client hangs until the collector closes it, with a
+    ResourceWarning (in 30 stops while 20 clients connected: 23 sockets). Called on the
+    server's loop; such a task is cancelled before it starts, and its socket reset.
+    """
+    with contextlib.suppress(RuntimeError):  # no running loop: nothing waits to start
+        for task in asyncio.all_tasks():
+            conn = _unhanded(task, server)
+            if conn is not None:
+                task.cancel()
+                reset(conn)
+    server.close()
+
+
+def _unhanded(task: asyncio.Task[Any], server: asyncio.Server) -> socket.socket | None:
+    """The socket ``task`` would hand to ``server``'s protocol, if it has not started."""
+    coro = task.get_coro()
+    if getattr(coro, "__name__", "") != "_accept_connection2":
+        return None
+    if not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+        return None  # started: it has attached its transport, and the protocol gets it
+    frame = coro.cr_frame
+    if frame is None:
+        return None
+    args = frame.f_locals
+    conn = args.get("conn")
+    return conn if args.get("server") is server and isinstance(conn, socket.socket) else None
+
+
+def reset(sock: socket.socket) -> None:
+    """Close ``sock`` with an RST (SO_LINGER 0), so its peer learns at once."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()

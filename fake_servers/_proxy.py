@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from fake_servers._clock import now
 from fake_servers._ledger import Connection, ConnectionEnd, ConnectionWriter, Ledger
-from fake_servers._listen import listening_socket
+from fake_servers._listen import close_listener, listening_socket
 from fake_servers._noise import LagProbe, Source
 from fake_servers._virtual import kit_calls
 
@@ -400,7 +400,7 @@ class FaultProxy:
         self._accepting = False
         server, self._server = self._server, None
         if server is not None:
-            server.close()  # closes the listening socket now: connects are refused from here
+            close_listener(server)  # closes the listening socket now: connects are refused
 
     def _end_links(self, by: ConnectionEnd) -> list[_Link]:
         links = list(self._links)

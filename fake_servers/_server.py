@@ -27,7 +27,7 @@ from fake_servers._app import ScriptPlayer, build_app, check_wire_format
 from fake_servers._formats import vocabulary
 from fake_servers._ledger import Ledger
 from fake_servers._limits import BODY_TIMEOUT, MAX_FILE_BYTES, MAX_REQUEST_BYTES
-from fake_servers._listen import listening_socket
+from fake_servers._listen import close_listener, listening_socket
 from fake_servers._noise import LagProbe, Source
 from fake_servers._script import Endpoint, Method, Planner, Scenario, Step, Then
 from fake_servers._virtual import kit_calls
@@ -282,9 +282,6 @@ class FakeServer:
         async def serve_connection(
             reader: asyncio.StreamReader, writer: asyncio.StreamWriter
         ) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            connections.add(task, writer)
             _no_delay(writer)
             try:
                 await TCPServer(app, loop, config, context, {}, reader, writer)
@@ -293,10 +290,18 @@ class FakeServer:
                 # task makes asyncio log "Exception in callback ... CancelledError".)
                 if not stopping.is_set():
                     raise
-            finally:
-                connections.remove(task)
 
-        server = await asyncio.start_server(serve_connection, sock=sock, backlog=BACKLOG)
+        def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # Synchronous, so every connection is registered as it is handed over: a task
+            # cancelled by stop() before its first step would never close its socket.
+            if stopping.is_set():
+                writer.transport.abort()
+                return
+            task = loop.create_task(serve_connection(reader, writer))
+            connections.add(task, writer)
+            task.add_done_callback(connections.remove)
+
+        server = await asyncio.start_server(accept, sock=sock, backlog=BACKLOG)
         self._ready.set()
         await stopping.wait()
         await self._shutdown(server, context, connections)
@@ -305,16 +310,19 @@ class FakeServer:
         self, server: asyncio.Server, context: WorkerContext, connections: _Connections
     ) -> None:
         self._player.cut_all()  # streams end as server_stopped and drop their connections
-        server.close()  # no new connections
+        close_listener(server)  # no new connections
         await context.terminated.set()  # idle keep-alive connections close
         await connections.closed(_GRACE)
         for writer in connections.writers():
             writer.transport.abort()  # whatever is left, e.g. a client that stopped reading
         await connections.closed(_GRACE)
-        left = connections.tasks()
+        left, stranded = connections.tasks(), connections.writers()
         for task in left:
             task.cancel()
         await asyncio.gather(*left, return_exceptions=True)
+        for writer in stranded:  # a task cancelled before its first step closed nothing
+            writer.transport.abort()
+        await asyncio.sleep(0)  # the aborted transports close their sockets
         await server.wait_closed()
 
 

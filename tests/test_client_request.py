@@ -5,9 +5,10 @@ caller's Last-Event-ID, headers and raw body."""
 from __future__ import annotations
 
 import pytest
+from conftest import EXACT, OnVirtualLoop
 from test_client_support import DEADLINE, drain, make_client, payloads, policy
 
-from conformance.reference import NonRetryableStatus, SyncStreamingClient, Truncated
+from conformance.reference import NonRetryableStatus, SSEEvent, SyncStreamingClient, Truncated
 from conformance.reference._request import MAX_REDIRECTS
 from fake_servers import Attempt, FakeServer, Respond, Step, Stream
 from fake_servers._builders import raw
@@ -127,22 +128,28 @@ async def test_a_bad_location_fails_without_a_retry(fake_server: FakeServer) -> 
     assert len(fake_server.ledger.wait_finished(DEADLINE)) == 1
 
 
-@pytest.mark.asyncio
-async def test_a_slow_redirect_chain_is_not_silence(fake_server: FakeServer) -> None:
-    """Six redirects, each head 0.15 s in coming: 0.9 s in all against a 0.6 s stall
+def test_a_slow_redirect_chain_is_not_silence(virtual: OnVirtualLoop) -> None:
+    """Six redirects, each head 0.5 s in coming: 3 s in all against a 0.6 s stall
     timeout. Each head is bytes (idle rule "bytes"): the chain is followed, not stalled.
-    CI's loaded workers once took the 20-redirect chain below for a stall, and a 0.4 s
-    timeout here once saw one head 0.25 s later than scripted (a loaded worker)."""
+    In virtual time: in real time beside a second suite one head came over 0.45 s later
+    than scripted, and the client took it for a stall."""
+    server = virtual.server
     hops = ["/v1/a", "/v1/b", "/v1/c", "/v1/d", "/v1/e", "/v1/f"]
     for here, there in zip(hops, [*hops[1:], "/s"], strict=True):
-        fake_server.script(here, Respond(status=307, headers=(("location", there),), delay=0.15))
-    fake_server.script("/s", Stream(events=3))
+        server.script(here, Respond(status=307, headers=(("location", there),), delay=0.5))
+    server.script("/s", Stream(events=3))
     patient = policy(stall_timeout=0.6, stall_check_interval=0.05, idle_rule="bytes")
-    async with make_client(patient) as client:
-        events, error = await drain(client.stream(fake_server.url + hops[0]))
+
+    async def body() -> tuple[list[SSEEvent], BaseException | None]:
+        async with make_client(patient) as client:
+            return await drain(client.stream(server.url + hops[0]))
+
+    events, error = virtual.run(body)
     assert error is None
     assert len(events) == 3
-    assert [a.path for a in fake_server.ledger.wait_finished(DEADLINE)] == [*hops, "/s"]
+    attempts = server.ledger.wait_finished(DEADLINE)
+    assert [a.path for a in attempts] == [*hops, "/s"]
+    assert attempts[-1].arrived_at - attempts[0].arrived_at >= 6 * 0.5 - EXACT
 
 
 @pytest.mark.asyncio

@@ -109,3 +109,31 @@ def test_virtual_time_asked_of_a_client_that_cannot_take_it_is_refused() -> None
 
     with pytest.raises(HarnessError, match="does not declare that it waits on the kit's"):
         run_suite(Elsewhere, select=["SC-RETRY-1"], timing="virtual")
+
+
+# -- an HTTP date: the client reads the wall clock after the server wrote it -------------
+class ReadsTheWallLate(ReferenceAdapter):
+    """Takes a Retry-After date at face value with no cap of the kit's (not configurable)."""
+
+    info = replace(
+        ReferenceAdapter.info,
+        name="reads-the-wall-late",
+        capabilities=ReferenceAdapter.info.capabilities - {"configurable"},
+    )
+
+
+def test_a_date_read_a_second_after_it_was_written_still_asks_for_the_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In virtual time the wall time between the server writing a Retry-After date and
+    the client reading its own clock is none of the measured wait: the date's headroom
+    covers it. Without it, this client waited under the hint and FAILed."""
+    import conformance.reference._stream as stream_module
+
+    later = type("Later", (), {"time": staticmethod(lambda: time.time() + 1.0)})
+    monkeypatch.setattr(stream_module, "time", later)
+    results = run_suite(ReadsTheWallLate, select=["SC-RETRY-31", "SC-RETRY-32"])
+    assert [r.verdict for r in results] == [Verdict.PASS] * 2, [
+        r.outcome and r.outcome.observed for r in results
+    ]
+    assert {r.timing for r in results} == {"virtual"}

@@ -93,6 +93,10 @@ async def _play_break(ctx: CaseContext) -> None:
     ctx.server.script(PATH, LONG)
     ctx.start(request_for(ctx.transport, cancel_after=K))
     await ctx.wait_until(lambda: _attempts_ended(ctx), retry_budget(ctx.policy, 0))
+    # The server can see the close before the consumer's own report of its last chunk
+    # reaches the kit (a page's reports cross a socket on a loaded loop): wait for the
+    # stream to end too, or the check counts the chunks before they have all arrived.
+    await ctx.wait_ended("s1", retry_budget(ctx.policy, 0))
     await ctx.hold(settle_time(ctx.policy))
 
 

@@ -305,6 +305,13 @@ register_row(
 # its own: a client that ignores it waits at most a third of it (a fixed 1 s retry
 # meets a 3 s hint), surely under the half that fails.
 HINT_OVER_BACKOFF = 3
+# The date form's date lies this much further ahead than its hint. A client subtracts the
+# wall clock it reads itself, some time after the server read its own to write the date.
+# In virtual time that time is none of the measured wait: when the rounded-up date lay
+# just over the hint ahead, a correct client (OpenAI's SDK, beside a second suite) waited
+# under the 1 s hint. A client that ignores the date still waits its own backoff, under
+# half the hint.
+DATE_HEADROOM = 1.0
 
 
 def _own_delay(policy: ClientPolicy) -> float:
@@ -319,14 +326,16 @@ def _retry_after(
     *,
     whole: bool,
     cap: float | None = None,
+    headroom: float = 0.0,
 ) -> Row:
     """The hint is ``least`` seconds, or HINT_OVER_BACKOFF times the profile's own first
     delay if that is longer (whole seconds for the seconds and date forms: ``whole``).
     ``cap``: run with the profile's Retry-After cap lowered to this, when the client can
     be configured. Whole-second hints would otherwise cost a full second per case; the
     check reads the cap from the policy, so it holds either way, and a client that
-    ignores the header still fails. The date form's date is rounded up to its whole
-    second, so it never asks for less than the hint."""
+    ignores the header still fails. The server sends ``respond(hint + headroom)``; the
+    check asks for the hint. The date form's date is rounded up to its whole second, so
+    it never asks for less."""
 
     def hint(policy: ClientPolicy) -> float:
         seconds = max(least, HINT_OVER_BACKOFF * _own_delay(policy))
@@ -344,7 +353,7 @@ def _retry_after(
         wait = wait_between(ev.attempts[0], ev.attempts[1], ev.noise)
         want = (
             f"the retry waits at least {expected:.3f}s (Retry-After {form} of "
-            f"{hint(policy):.3f}s, capped at {cap:.3f}s){ignores}"
+            f"{hint(policy):.3f}s{_plus(headroom)}, capped at {cap:.3f}s){ignores}"
         )
         seen = f"waited {wait.measured:.3f}s (at most {wait.most:.3f}s of its own)"
         return all_of(waited_the_hint(wait, expected, want, seen, ev.noise), _succeeded_exactly(ev))
@@ -357,14 +366,18 @@ def _retry_after(
         ),
         source="RFC 9110 §10.2.3; seeds/000 §The Retryable-Error Matrix (429 and 503)",
         play=one_stream(
-            lambda p: [respond(hint(p)), Stream(events=EVENTS)],
+            lambda p: [respond(hint(p) + headroom), Stream(events=EVENTS)],
             retries=1,
-            waits=lambda p: min(hint(p) + 1.0, max(p.retry_after_cap, _own_delay(p))),
+            waits=lambda p: min(hint(p) + headroom + 1.0, max(p.retry_after_cap, _own_delay(p))),
         ),
         check=check,
         tune=None if cap is None else _cap_retry_after(cap),
         tune_optional=True,
     )
+
+
+def _plus(headroom: float) -> str:
+    return f" and {headroom:g}s of headroom" if headroom else ""
 
 
 def _cap_retry_after(cap: float) -> Callable[[ClientPolicy], ClientPolicy]:
@@ -391,6 +404,7 @@ register_row(
         lambda h: Respond(status=503, retry_after_date=h),
         whole=True,
         cap=RETRY_AFTER_TEST_CAP,
+        headroom=DATE_HEADROOM,
     ),
     get_id="SC-RETRY-31",
     post_id="SC-RETRY-32",
