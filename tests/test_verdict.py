@@ -447,6 +447,21 @@ def test_a_restart_after_chunks_is_a_commit_violation_and_a_resume_is_not() -> N
     assert judge([with_ids, resumed]).clean
 
 
+def test_a_restart_the_kits_stall_could_explain_is_undecided_never_clean() -> None:
+    """Beside a second suite, a client whose read timed out before the first chunk asked
+    again, and the server, its loop stalled, stamped its chunks just before the retry:
+    the client had none to restart. Stalled loops leave the rule undecided; a retry
+    well after the chunks, or a quiet machine, decide it."""
+    broken = rec(1, 0.0, 200, chunks=3, end="aborted")
+    soon = judge([broken, ok(2, 0.01)], noise=_server_lag(0.6))
+    assert not soon.findings
+    (doubt,) = soon.undecided
+    assert doubt.rule == "V-COMMIT-RESTART"
+    assert "may have left after #2 was asked for" in doubt.observed
+    assert musts(judge([broken, ok(2, 0.01)], noise=_server_lag(0.001))) == {"V-COMMIT-RESTART"}
+    assert musts(judge([broken, ok(2, 1.5)], noise=_server_lag(0.6))) == {"V-COMMIT-RESTART"}
+
+
 def test_a_restart_that_reached_the_output_is_shown() -> None:
     """With the app's output, the duplicated chunks are named."""
     steps = script(Stream(events=2, end="abort"), Stream(events=2))

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from conformance._verdict._calls import Inputs, Look, in_band_error
 from conformance._verdict._result import Finding, make_finding
+from conformance.timing._noise import LAG_FACTOR
 from fake_servers._ledger import Stalled
 
 __all__ = [
@@ -35,12 +36,36 @@ def restarted(ins: Inputs) -> Iterator[Finding]:
                 f"#{prev.seq} sent {prev.chunks} chunk(s) and failed ({prev.outcome}); "
                 f"#{nxt.seq} asked again {why}"
             )
+            twice = _duplicated(ins, prev)
+            held = 0.0 if twice else _held_back(ins, prev, nxt)
+            if held:
+                # Beside a second suite a client whose read timed out before the first
+                # chunk (the server's loop stalled) asked again, and the server sent the
+                # chunks after: it had none to restart.
+                yield make_finding(
+                    "V-COMMIT-RESTART",
+                    (prev.seq, nxt.seq),
+                    f"{observed}; the chunks may have left after #{nxt.seq} was asked for: "
+                    f"the kit's loops were held up to {held * 1000:.0f} ms meanwhile",
+                    call=number,
+                    undecided=True,
+                )
+                continue
             yield make_finding(
-                "V-COMMIT-RESTART",
-                (prev.seq, nxt.seq),
-                observed + _duplicated(ins, prev),
-                call=number,
+                "V-COMMIT-RESTART", (prev.seq, nxt.seq), observed + twice, call=number
             )
+
+
+def _held_back(ins: Inputs, prev: Look, nxt: Look) -> float:
+    """The lag that could have moved ``prev``'s first chunk past ``nxt``'s request (0: none
+    could). The server stamps both; a stall of its loops between them can stamp a chunk
+    written after the client had given up, and the client then never had it."""
+    first = min((e.at for e in prev.a.events if e.kind == "data"), default=None)
+    if first is None:
+        return 0.0
+    lag = ins.noise.lag(prev.a.arrived_at, nxt.a.arrived_at)
+    margin = nxt.a.arrived_at - first
+    return lag if margin <= LAG_FACTOR * lag else 0.0
 
 
 def _sent_text(ins: Inputs, look: Look) -> str:
