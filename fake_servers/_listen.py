@@ -10,7 +10,7 @@ import socket
 import struct
 from typing import Any
 
-__all__ = ["close_listener", "listening_socket"]
+__all__ = ["close_listener", "listening_socket", "rst_on_close"]
 
 
 def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -48,7 +48,8 @@ def close_listener(server: asyncio.Server) -> None:
             conn = _unhanded(task, server)
             if conn is not None:
                 task.cancel()
-                reset(conn)
+                rst_on_close(conn)
+                conn.close()
     server.close()
 
 
@@ -67,8 +68,7 @@ def _unhanded(task: asyncio.Task[Any], server: asyncio.Server) -> socket.socket 
     return conn if args.get("server") is server and isinstance(conn, socket.socket) else None
 
 
-def reset(sock: socket.socket) -> None:
-    """Close ``sock`` with an RST (SO_LINGER 0), so its peer learns at once."""
+def rst_on_close(sock: socket.socket) -> None:
+    """Make closing ``sock`` send an RST (SO_LINGER 0), so its peer learns at once."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()

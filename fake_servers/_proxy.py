@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import fcntl
 import socket
-import struct
 import sys
 import threading
 from collections import deque
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 
 from fake_servers._clock import now
 from fake_servers._ledger import Connection, ConnectionEnd, ConnectionWriter, Ledger
-from fake_servers._listen import close_listener, listening_socket
+from fake_servers._listen import close_listener, listening_socket, rst_on_close
 from fake_servers._noise import LagProbe, Source
 from fake_servers._virtual import kit_calls
 
@@ -701,8 +700,7 @@ def _drain_fully(writer: asyncio.StreamWriter) -> None:
 def _abort_with_rst(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        rst_on_close(sock)
     writer.transport.abort()
 
 

@@ -316,13 +316,10 @@ class FakeServer:
         for writer in connections.writers():
             writer.transport.abort()  # whatever is left, e.g. a client that stopped reading
         await connections.closed(_GRACE)
-        left, stranded = connections.tasks(), connections.writers()
+        left = connections.tasks()  # their transports were aborted just above
         for task in left:
             task.cancel()
         await asyncio.gather(*left, return_exceptions=True)
-        for writer in stranded:  # a task cancelled before its first step closed nothing
-            writer.transport.abort()
-        await asyncio.sleep(0)  # the aborted transports close their sockets
         await server.wait_closed()
 
 

@@ -11,11 +11,13 @@ late report exact and the run fast.
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from conformance import Verdict, run_suite
 from conformance._adapter import AdapterRequest, StreamSink
-from conformance._evidence import DeliveryLog
 from conformance._profiles import SEED_EVENTSOURCE, SEED_FETCH
 from conformance.cases._common import retry_budget, settle_time
 from fake_servers import now
@@ -26,29 +28,27 @@ LATE = max(settle_time(SEED_FETCH), settle_time(SEED_EVENTSOURCE)) + 0.5
 assert min(retry_budget(SEED_FETCH, 0), retry_budget(SEED_EVENTSOURCE, 0)) - 0.5 > LATE
 
 
-class _HeldBack(StreamSink):
-    """Keeps every report after the first chunk back, to pass on later with its stamp."""
+class _HeldBack:
+    """A stream's sink with every report after the first chunk held back, to be passed
+    on later with the stamp it had when it was made."""
 
-    def __init__(self, log: DeliveryLog, stream: str) -> None:
-        super().__init__(log, stream)
-        self.held: list[tuple[str, str, float]] = []
+    def __init__(self, sink: StreamSink) -> None:
+        self._sink = sink
+        self.chunks = 0
+        self.held: list[Callable[[], None]] = []
 
-    def chunk(
-        self,
-        data: str,
-        *,
-        id: str | None = None,
-        event: str | None = None,
-        at: float | None = None,
-    ) -> None:
-        if self.chunks == 0:
-            super().chunk(data, id=id, event=event, at=at)
-            return
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sink, name)
+
+    def chunk(self, data: str, **kw: Any) -> None:
         self.chunks += 1
-        self.held.append(("chunk", data, now()))
+        if self.chunks == 1:
+            self._sink.chunk(data, **kw)
+        else:
+            self.held.append(functools.partial(self._sink.chunk, data, **{**kw, "at": now()}))
 
-    def done(self, *, at: float | None = None) -> None:
-        self.held.append(("done", "", now()))
+    def done(self, **kw: Any) -> None:
+        self.held.append(functools.partial(self._sink.done, **{**kw, "at": now()}))
 
 
 class ReportsLate(ReferenceAdapter):
@@ -57,14 +57,11 @@ class ReportsLate(ReferenceAdapter):
     info = replace(ReferenceAdapter.info, name="reports-late")
 
     async def stream(self, request: AdapterRequest, sink: StreamSink) -> None:
-        held = _HeldBack(sink._log, sink._stream)
-        await super().stream(request, held)
+        held = _HeldBack(sink)
+        await super().stream(request, held)  # type: ignore[arg-type]
         await asyncio.sleep(LATE)
-        for kind, data, at in held.held:
-            if kind == "chunk":
-                sink.chunk(data, at=at)
-            else:
-                sink.done(at=at)
+        for report in held.held:
+            report()
 
 
 def test_late_reports_of_a_consumer_that_broke_out_still_pass() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 import time
+import types
 from collections import Counter
 from dataclasses import replace
 
@@ -130,7 +131,7 @@ def test_a_date_read_a_second_after_it_was_written_still_asks_for_the_hint(
     covers it. Without it, this client waited under the hint and FAILed."""
     import conformance.reference._stream as stream_module
 
-    later = type("Later", (), {"time": staticmethod(lambda: time.time() + 1.0)})
+    later = types.SimpleNamespace(time=lambda: time.time() + 1.0)
     monkeypatch.setattr(stream_module, "time", later)
     results = run_suite(ReadsTheWallLate, select=["SC-RETRY-31", "SC-RETRY-32"])
     assert [r.verdict for r in results] == [Verdict.PASS] * 2, [

@@ -60,11 +60,11 @@ def _held_back(ins: Inputs, prev: Look, nxt: Look) -> float:
     """The lag that could have moved ``prev``'s first chunk past ``nxt``'s request (0: none
     could). The server stamps both; a stall of its loops between them can stamp a chunk
     written after the client had given up, and the client then never had it."""
-    first = min((e.at for e in prev.a.events if e.kind == "data"), default=None)
-    if first is None:
+    sent = prev.a.data_events
+    if not sent:
         return 0.0
     lag = ins.noise.lag(prev.a.arrived_at, nxt.a.arrived_at)
-    margin = nxt.a.arrived_at - first
+    margin = nxt.a.arrived_at - sent[0].at
     return lag if margin <= LAG_FACTOR * lag else 0.0
 
 
