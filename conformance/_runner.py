@@ -521,7 +521,7 @@ class SuiteRunner:
         evidence = Evidence(
             attempts=ctx.ledger.attempts(),
             connections=ctx.ledger.connections(),
-            deliveries=ctx.deliveries.all(),
+            deliveries=ctx.deliveries.by_instant() if virtual else ctx.deliveries.all(),
             started_at=started,
             noise=noise,
         )

@@ -36,7 +36,11 @@ def test_the_reference_passes_the_whole_catalog_exactly() -> None:
 # The OS picks the ports (the proxy's in the Host header, each client connection's own):
 # everything else in the evidence, every stamp included, must be the same.
 PORTS = re.compile(r"127\.0\.0\.1:\d+|\[\"127\.0\.0\.1\", \d+\]|\"(?:peer|upstream)_port\": \d+")
-SOME = ["SC-RETRY-1", "SC-RETRY-12", "SC-BACKOFF-3", "SC-BACKOFF-9", "SC-BREAKER-1", "SC-STALL-1"]
+SOME = [
+    *("SC-RETRY-1", "SC-RETRY-12", "SC-BACKOFF-3", "SC-BACKOFF-9", "SC-BREAKER-1", "SC-STALL-1"),
+    "SC-POST-2",  # a multipart body: its boundary is the client's, drawn from the seed
+    "SC-OFFLINE-7",  # five streams deliver at one instant
+]
 
 
 def _evidence(seed: int) -> dict[str, str]:

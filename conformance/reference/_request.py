@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import random
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ class _Prepared:
     body: bytes
 
 
-async def _prepare_request(http: httpx.AsyncClient, call: _Call) -> _Prepared:
+async def _prepare_request(http: httpx.AsyncClient, call: _Call, rng: random.Random) -> _Prepared:
     """Builds the call's request with the SSE headers and encodes its body once."""
     # EventSource's request: Accept (HTML §9.2.2) and cache mode "no-store", which Fetch's
     # HTTP-network-or-cache fetch sends as these two no-cache headers.
@@ -78,6 +79,10 @@ async def _prepare_request(http: httpx.AsyncClient, call: _Call) -> _Prepared:
         {"accept": "text/event-stream", "cache-control": "no-cache", "pragma": "no-cache"}
     )
     headers.update(call.headers or {})  # case-insensitive: the caller's win
+    if call.files and "content-type" not in headers:
+        # The boundary from the client's randomness, not httpx's os.urandom: one seed,
+        # one body (the kit's two runs with one seed gave SC-POST-2 two body hashes).
+        headers["content-type"] = f"multipart/form-data; boundary={rng.getrandbits(128):032x}"
     request = http.build_request(
         call.method,
         call.url,

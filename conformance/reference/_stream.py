@@ -290,7 +290,7 @@ class EventStream:
                 await self._pause(decision.delay)
 
     async def _prepare(self) -> _Prepared:
-        return await _prepare_request(self._shared.http, self._call)
+        return await _prepare_request(self._shared.http, self._call, self._shared.rng)
 
     def _resumable(self) -> bool:
         return bool(self.last_event_id) and self._shared.policy.resume and self._call.idempotent
