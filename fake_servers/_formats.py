@@ -86,7 +86,8 @@ def token(seed: int, path: str, index: int) -> str:
 
 
 _KEPT_TOKENS = 1 << 17  # tokens an Answer keeps (8 bytes each: the words are shared)
-_GROW = 1024  # tokens drawn at once, about 1.5 ms
+_GROW = 1024  # tokens drawn at once at most, about 1.5 ms
+_FIRST = 16  # tokens drawn by an answer's first draw (two blocks): most answers are short
 
 
 class Answer:
@@ -95,9 +96,10 @@ class Answer:
     Token ``i`` is the word picked by the blake2b draw of ``(seed, path, i)`` (multi-byte
     where the draw of its block of eight says), as it always was; the draws are made
     once and kept, the first ``_KEPT_TOKENS`` of them, so every attempt on a path (and
-    every reader of the ledger) shares them. They are kept in order, at most _GROW at a
-    time (a token far past the kept ones is drawn alone), so no call holds the server's
-    loop for long. Safe from any thread: the kept list only grows, by one ``extend``.
+    every reader of the ledger) shares them. They are kept in order, in batches that
+    double from _FIRST up to _GROW (a token far past the kept ones is drawn alone), so a
+    short answer draws only a few and no call holds the server's loop for long. Safe
+    from any thread: the kept list only grows, by one ``extend``.
     """
 
     def __init__(self, seed: int, path: str) -> None:
@@ -116,7 +118,8 @@ class Answer:
         with self._growing:
             first = len(kept)
             if index >= first:
-                kept.extend(self._draw_tokens(first, min(first + _GROW, _KEPT_TOKENS)))
+                end = max(index + 1, first + min(max(first, _FIRST), _GROW))
+                kept.extend(self._draw_tokens(first, min(end, _KEPT_TOKENS)))
         return kept[index]
 
     def _draw_tokens(self, first: int, end: int) -> list[str]:

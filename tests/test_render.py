@@ -12,6 +12,7 @@ import pytest
 from fake_servers._app import check_json, check_multipart
 from fake_servers._formats import (
     _REGISTRY,
+    Answer,
     OpenAIFormat,
     format_names,
     get_format,
@@ -60,6 +61,21 @@ def test_tokens_are_a_pure_function_of_seed_path_and_index():
     assert answer != [token(8, PATH, i) for i in range(1, 65)]
     assert answer != [token(7, "/other", i) for i in range(1, 65)]
     assert all(t.startswith(" ") and len(t) > 1 for t in answer)
+
+
+def test_a_token_is_the_same_however_the_answer_was_drawn():
+    """Tokens kept in batches (doubling from a few) are the tokens drawn one by one, in
+    any order of asking, across batch boundaries and past the kept ones."""
+    indices = [3, 1, 17, 16, 40, 2000, 33, 1500, 9, 300_000, 5000]
+    kept = Answer(5, PATH)
+    assert [kept.token(i) for i in indices] == [Answer(5, PATH)._draw_token(i) for i in indices]
+
+
+def test_a_short_answer_draws_few_tokens():
+    """Asking for the first tokens draws two blocks of eight, not a thousand."""
+    answer = Answer(5, PATH)
+    answer.token(6)
+    assert len(answer._kept) == 1 + 16
 
 
 def test_one_token_in_eight_is_multibyte():
