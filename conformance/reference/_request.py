@@ -143,7 +143,6 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 
 
 @functools.cache
-@functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context for every client of the process: building one loads the CA
     bundle (~24 ms of CPU), which adds up when an application (or the kit's herd, or a
