@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -23,9 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-# What the OS chooses: the ports. (A multipart body's boundary is the reference's, drawn
-# from the seed, so its hash stays in.)
-PORTS = re.compile(r"127\.0\.0\.1:\d+|\[\"127\.0\.0\.1\", \d+\]|\"(?:peer|upstream)_port\": \d+")
+from conformance._evidence import without_ports
 
 
 def burners(count: int) -> list[subprocess.Popen[bytes]]:
@@ -47,7 +44,7 @@ def one_run(folder: Path, seed: int | None) -> tuple[float, Counter[str], str]:
     # would compare nothing): attempts, events and deliveries, every stamp, in order
     # (deliveries of one instant come in stream order: DeliveryLog.by_instant).
     evidence = {c["id"]: c.get("timeline") or [] for c in data["cases"]}
-    digest = hashlib.sha256(PORTS.sub("PORT", json.dumps(evidence, sort_keys=True)).encode())
+    digest = hashlib.sha256(without_ports(json.dumps(evidence, sort_keys=True)).encode())
     return wall, verdicts, digest.hexdigest()[:12]
 
 

@@ -7,6 +7,7 @@ they happen, on the kit's clock, so they line up with the ledger's records.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,19 @@ __all__ = [
     "DeliveryLog",
     "ErrorKind",
     "Evidence",
+    "without_ports",
 ]
+
+# Where the OS's choices show in serialised evidence: the proxy's port in a Host header
+# or a URL, a connection's peer. Two runs with one seed in virtual time differ in these
+# alone (tests/test_virtual_runs.py, benchmarks/virtual_suite.py).
+_PORTS = re.compile(r"127\.0\.0\.1:\d+|\[\"127\.0\.0\.1\", \d+\]|\"(?:peer|upstream)_port\": \d+")
+
+
+def without_ports(text: str) -> str:
+    """``text`` (evidence as JSON) with every OS-chosen port replaced by ``PORT``."""
+    return _PORTS.sub("PORT", text)
+
 
 DeliveryKind = Literal["chunk", "comment", "state", "error", "done", "log"]
 ErrorKind = Literal[
