@@ -373,6 +373,20 @@ def all_cases() -> tuple[Case, ...]:
     return tuple(sorted(_REGISTRY.values(), key=_order))
 
 
+def catalog_slot(case_id: str) -> int | None:
+    """A case's own slot in catalog order, from its id alone (area, then number; gaps
+    allowed): the same in every process, whatever else is registered there. None for
+    an id not of the catalog's form."""
+    try:
+        rank, _, number = catalog_key(case_id)
+    except ValueError:
+        return None
+    return rank * SLOTS_PER_AREA + number if 0 <= number < SLOTS_PER_AREA else None
+
+
+SLOTS_PER_AREA = 1000  # far beyond an area's cases
+
+
 def get_case(case_id: str) -> Case:
     _load_catalog()
     return _REGISTRY[case_id]

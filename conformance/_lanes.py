@@ -20,6 +20,12 @@ overlap, and why (docs/timing.md, "Cases side by side"):
 - the lanes in use follow the noise (``Planner.finish``): when the typical p99 lag of
   the last cases passes ``CROWDED_LAG`` they halve; below ``CALM_LAG`` one reopens.
 
+In virtual time a case is exact whatever plays beside it, and all CPU: lanes there are
+processes (a process's threads share one GIL), one per core the run may use
+(``processes``), and no case plays alone. The first lane plays in this process, each
+further one in a worker (``conformance._worker``) made from the pickled factory; a
+factory that does not pickle, or a worker that fails, leaves the run to this process.
+
 ``Planner`` is the pure part (which case starts next, which plays alone; unit-tested
 without threads); ``Lanes`` is the thin part that runs it on threads. One lane is
 the serial run: each case plays on the caller's thread, as before lanes existed.
@@ -41,6 +47,7 @@ from conformance._profiles import Profile
 from conformance._result import CaseResult, HarnessError, RunSettings
 from conformance._runner import CASE_TIMEOUT, SuiteRunner
 from conformance._schedule import DEFAULT_LANES, Job, Planner
+from conformance._worker import ProcessRunner, WorkerGone, factory_bytes, usable_cores
 from conformance.timing._rejudge import RejudgeBudget
 
 __all__ = ["DEFAULT_LANES", "Lanes", "lag_of"]
@@ -71,7 +78,7 @@ class _Lane:
     def __init__(self, owner: Lanes, index: int) -> None:
         self.owner = owner
         self.index = index
-        self.runner: SuiteRunner | None = None
+        self.runner: SuiteRunner | ProcessRunner | None = None
         self.jobs: queue.SimpleQueue[Case | None] = queue.SimpleQueue()
         self.case: str | None = None  # the case it plays
         self.alive = True
@@ -106,6 +113,8 @@ class Lanes:
     the first lane at once (so a client that cannot start raises ``HarnessError``);
     otherwise a client that does not start makes that case an ERROR and every later
     case says so at once. ``close`` stops every lane; cases not asked for are dropped.
+    ``processes``: the processes a run in virtual time may play in, at most (None: one
+    per core this process may use); it plays in ``min(lanes, processes)``.
     """
 
     def __init__(
@@ -114,11 +123,16 @@ class Lanes:
         profiles: Sequence[Profile] | None,
         *,
         lanes: int = DEFAULT_LANES,
+        processes: int | None = None,
         **settings: Unpack[RunSettings],
     ) -> None:
         # Every lane's runner is made with the same settings; only the gate differs.
         asked = None if profiles is None else tuple(profiles)  # None: the client's own
         self._make = functools.partial(SuiteRunner, adapter_factory, asked, **settings)
+        self._factory, self._asked, self._settings = adapter_factory, asked, settings
+        self._processes = usable_cores() if processes is None else max(1, processes)
+        self._pickled: bytes | None = None  # the factory, once lanes run in processes
+        self._virtual = False  # the client plays in virtual time (known once it started)
         self._timing = settings.get("timing")
         self._case_timeout = settings.get("case_timeout", CASE_TIMEOUT)
         self._planner = Planner(lanes)
@@ -148,10 +162,32 @@ class Lanes:
 
     def _started(self) -> SuiteRunner | None:
         runners = [self._serial, *(lane.runner for lane in self._lanes)]
-        return next((r for r in runners if r is not None), None)
+        return next((r for r in runners if isinstance(r, SuiteRunner)), None)
 
     def _runner(self, lane: _Lane | None) -> SuiteRunner:
         return self._make(gate=lane, budget=self._budget)
+
+    def _lane_runner(self, lane: _Lane) -> SuiteRunner | ProcessRunner:
+        """A lane's runner: beyond the first, in virtual time, one in a worker process."""
+        if lane.index > 0 and self._pickled is not None:
+            return ProcessRunner(self._pickled, self._asked, **self._settings)
+        return self._runner(lane)
+
+    def _go_virtual(self) -> int:
+        """The client plays in virtual time: its lanes, as ``_virtual_lanes`` says. No
+        case need play alone (no noise to keep out); returns the lanes."""
+        self._virtual = True
+        self._planner.lanes = self._virtual_lanes()
+        return self._planner.lanes
+
+    def _virtual_lanes(self) -> int:
+        """The lanes of a run in virtual time: exact and all CPU, so one process each (a
+        process's threads share one GIL), as many as the cores the run may use, when
+        the factory can be sent to a worker (it pickles); else one."""
+        wanted = min(self.lanes, self._processes)
+        if wanted > 1:
+            self._pickled = factory_bytes(self._factory)
+        return wanted if self._pickled is not None else 1
 
     # -- the caller's side ---------------------------------------------------------------
     def start(self) -> Lanes:
@@ -166,7 +202,7 @@ class Lanes:
             lane.alive = False
             lane.jobs.put(None)
             raise
-        if lane.runner.timing == "virtual":  # exact, and all CPU: lanes would share one GIL
+        if lane.runner.timing == "virtual" and self._go_virtual() == 1:
             self._serial, lane.runner = lane.runner, None
             self._lanes.remove(lane)
             lane.alive = False
@@ -187,7 +223,7 @@ class Lanes:
                 self._taken.discard(case.id)
                 self._planner.started.discard(case.id)
             if not self._stopped:
-                self._planner.want([Job(c.id, c.exclusive) for c in (case, *upcoming)])
+                self._planner.want([self._job(c) for c in (case, *upcoming)])
                 self._dispatch()
             while case.id not in self._results:
                 if self._stopped and case.id not in self._planner.started:
@@ -219,6 +255,9 @@ class Lanes:
         if self._serial is not None:
             self._serial.close()
             self._serial = None
+
+    def _job(self, case: Case) -> Job:
+        return Job(case.id, case.exclusive and not self._virtual)
 
     # -- one lane: the serial run, on the caller's thread --------------------------------
     def _serial_result(self, case: Case) -> CaseResult:
@@ -283,7 +322,8 @@ class Lanes:
                     try:
                         if done is None:  # the lane could not start: the case goes back
                             lane.alive = False
-                            self._planner.give_back(case.id, case.exclusive)
+                            self._pickled = None  # a worker that failed: no more of them
+                            self._planner.give_back(case.id, self._job(case).exclusive)
                         else:
                             self._settle(lane, case, done)
                         self._dispatch()
@@ -301,12 +341,12 @@ class Lanes:
     def _play(self, lane: _Lane, case: Case) -> CaseResult | _Raised | None:
         try:
             if lane.runner is None:
-                runner = self._runner(lane)
+                runner = self._lane_runner(lane)
                 try:
                     lane.runner = runner.start()
-                    if lane.runner.timing == "virtual":  # exact and all CPU: one lane
+                    if lane.index == 0 and lane.runner.timing == "virtual":
                         with self._cond:  # (the first case plays alone: none opened yet)
-                            self._planner.lanes = 1
+                            self._go_virtual()
                 except HarnessError as exc:
                     with contextlib.suppress(Exception):
                         runner.close()
@@ -316,6 +356,8 @@ class Lanes:
                         self._start_error = str(exc).splitlines()[0]
                     return self._errored(case, str(exc))
             return lane.runner.run(case)
+        except WorkerGone:  # a worker that died: the case plays on another lane (as above)
+            return None
         except BaseException as exc:  # a bug in the kit: the waiting caller raises it
             return _Raised(exc)
 
@@ -324,7 +366,11 @@ class Lanes:
         if isinstance(done, _Raised):
             self._planner.finish(case.id, clean=False)
             return
-        if lane.runner is not None and lane.runner.unusable is not None:
+        if isinstance(lane.runner, ProcessRunner) and lane.runner.unusable is not None:
+            lane.alive = False  # a worker whose client broke: this process plays on
+            lane.jobs.put(None)
+            self._planner.lanes = max(1, self._planner.lanes - 1)
+        elif isinstance(lane.runner, SuiteRunner) and lane.runner.unusable is not None:
             self._broken = lane.runner
         clean = done.verdict not in (Verdict.ERROR, Verdict.UNSUPPORTED)
         self._planner.finish(case.id, clean=clean, lag=lag_of(done))

@@ -29,7 +29,14 @@ from conformance._adapter import (
     NoiseProbe,
     ResetLimit,
 )
-from conformance._case import Case, Outcome, RequestUnsupported, SetupFailed, Verdict
+from conformance._case import (
+    Case,
+    Outcome,
+    RequestUnsupported,
+    SetupFailed,
+    Verdict,
+    catalog_slot,
+)
 from conformance._checks import name_endings
 from conformance._context import CaseRun, quiet_gc
 from conformance._evidence import Evidence
@@ -474,7 +481,8 @@ class SuiteRunner:
         if virtual:
             assert loop is not None
             loop.go_virtual()
-            loop.restart_clock()  # every case from a whole CASE_SPACING: one seed, one evidence
+            # Every case from its own whole CASE_SPACING: one seed, one evidence.
+            loop.restart_clock(catalog_slot(case.id))
         try:
             with loop.watching() if virtual and loop else contextlib.nullcontext():
                 return await self._play_case(case, policy, holder, limit, virtual)

@@ -32,6 +32,7 @@ def run_suite(
     case_timeout: float = CASE_TIMEOUT,
     lanes: int | None = None,
     wire_format: str | None = None,
+    processes: int | None = None,
 ) -> tuple[CaseResult, ...]:
     """Run conformance cases against a client, without pytest.
 
@@ -46,10 +47,14 @@ def run_suite(
         case_timeout: Hard time limit per case, in seconds.
         lanes: Cases played at once, each lane with its own server, proxy and client
             (``conformance._lanes``: exclusive cases and re-judging play alone); 1 plays
-            one case at a time; None: ``DEFAULT_LANES``.
+            one case at a time; None: ``DEFAULT_LANES``. In virtual time a lane is a
+            process, one a core at most, when ``adapter_factory`` pickles (a module's
+            function, a ``functools.partial`` of one; not a lambda).
         wire_format: The format the cases' plain endpoints speak (``"openai"``,
             ``"responses"``, ``"anthropic"``, ``"gemini"``); None: the one the adapter
             declares (``AdapterInfo.wire_format``), else by the request's path.
+        processes: The processes a run in virtual time may play in, at most; None: one
+            per core this process may use.
 
     Returns:
         One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,
@@ -71,6 +76,7 @@ def run_suite(
         seed=seed,
         case_timeout=case_timeout,
         lanes=DEFAULT_LANES if lanes is None else lanes,
+        processes=processes,
         wire_format=wire_format,
         close_failures=closing,
     ).start()

@@ -13,8 +13,9 @@ technique as ``looptime``'s, written here: that package imports pytest into ever
 process that loads it and patches the loop through name-mangled internals, and the kit
 needs its core (some 30 lines) plus:
 
-- a start for every case on a whole multiple of ``CASE_SPACING`` (``restart_clock``),
-  so that two runs with one seed give the same evidence, stamps included. (Not an origin
+- a start for every case on a whole multiple of ``CASE_SPACING`` set by its place in
+  the catalog (``restart_clock``), so that two runs with one seed give the same
+  evidence, stamps included, whichever process played the case. (Not an origin
   subtracted from the loop's clock: a deadline computed on one frame and waited for on
   another can fall short of itself by a float's rounding, and a clock that stands still
   would never close that gap.);
@@ -54,6 +55,12 @@ _TICKS = 1_000_000  # the clock counts whole microseconds: no float drift over a
 # time, this long at a time (its end wakes the loop at once through its self-pipe).
 OUTSIDE_POLL = 0.05
 TICK = 1 / _TICKS
+# asyncio runs a timer this much early at most (its "clock resolution"; 1 ns for the
+# monotonic clock). A tenth of a tick here: far below what the clock can tell apart, and
+# far above a float's step at its largest readings (some 1.5e-8 s at 8e7 s, where the
+# catalog's last slot starts a case), so that "now + resolution" is always later than
+# now: at 1 ns a timer due exactly now would never be run, and the loop would spin.
+RESOLUTION = TICK / 10
 # Every case in virtual time starts on a multiple of this (seconds): far beyond a case's
 # own length (VIRTUAL_LIMIT, an hour) and the real seconds the loop waits between cases.
 CASE_SPACING = 10_000
@@ -105,6 +112,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         self.kit_threads: set[int] = set() if main is None else {main}
         self._poll = selector.select
         selector.select = self._select  # type: ignore[method-assign]
+        self._clock_resolution = RESOLUTION  # BaseEventLoop's, read by its _run_once
 
     def go_virtual(self) -> None:
         """Virtual time from here (call it on the loop's thread): the clock goes on from
@@ -148,13 +156,12 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     ) -> asyncio.TimerHandle:
         """A timer less than the clock's resolution ahead waits one tick.
 
-        asyncio runs a timer up to its clock's resolution (1 ns) early. A wait for its own
-        deadline set a float's rounding ahead of now (3.6e-12 s at 20,000 s) would fire
+        asyncio runs a timer up to its clock's resolution (RESOLUTION) early. A wait for
+        its own deadline set a float's rounding ahead of now (3.6e-12 s at 20,000 s) would fire
         at once, find the deadline not met, be set again, and fire again, forever, on a
         clock that stands still: one tick later the deadline has passed.
         """
-        resolution: float = getattr(self, "_clock_resolution", 1e-9)  # BaseEventLoop's
-        if self.virtual and 0 < when - self.time() < resolution:
+        if self.virtual and 0 < when - self.time() < RESOLUTION:
             when = self.time() + TICK
         return super().call_at(when, callback, *args, **kw)
 
@@ -170,13 +177,20 @@ class VirtualLoop(asyncio.SelectorEventLoop):
             self.guard.armed = False
             _SleepPatch.release(self)
 
-    def restart_clock(self) -> None:
-        """Move the clock on to the next whole multiple of CASE_SPACING (call it on the
-        loop's thread, as a case starts): the case's stamps then do not depend on how long
-        the loop waited in real time before it. Timers due meanwhile fire, as they would
-        had that much time passed."""
+    def restart_clock(self, slot: int | None = None) -> None:
+        """Move the clock on to a whole multiple of CASE_SPACING (call it on the loop's
+        thread, as a case starts): the case's stamps then do not depend on how long the
+        loop waited in real time before it. Timers due meanwhile fire, as they would had
+        that much time passed.
+
+        ``slot``: the case's place in the catalog; it starts at ``slot + 1`` spacings
+        if the clock has not passed that, so a case's stamps (and any the client prints
+        of its own clock) do not depend on which cases this loop played before it: alone,
+        in a run, in any process of a run. Otherwise (or with no slot): the next multiple.
+        """
         ticks = round(self.time() * _TICKS)
-        self._ticks = -(-ticks // _SPACING) * _SPACING
+        after = -(-ticks // _SPACING) * _SPACING
+        self._ticks = after if slot is None else max(after, (slot + 1) * _SPACING)
         self._synced = time.monotonic()
 
     def virtual_now(self) -> float:

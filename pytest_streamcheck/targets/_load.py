@@ -8,10 +8,12 @@ a ``streamcheck_adapter`` factory, or a name registered under the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -39,7 +41,7 @@ def load_target(
     if target == "reference":
         from pytest_streamcheck.targets._reference import ReferenceAdapter
 
-        return lambda: ReferenceAdapter(seed=seed)
+        return functools.partial(ReferenceAdapter, seed=seed)  # it pickles: for a worker
     if target.startswith("exec:"):
         try:
             argv = shlex.split(target[len("exec:") :])
@@ -91,21 +93,30 @@ def _factory(obj: Any, target: str, seed: int) -> Callable[[], ClientAdapter]:
             raise TargetError(f"{target}: {exc}") from None
     # A factory that takes ``seed`` gets the run's (--streamcheck-seed): it seeds the
     # client's randomness, so a run reproduces with the seed it prints.
-    kwargs = {"seed": seed} if _takes_seed(obj) else {}
+    return _Factory(obj, target, {"seed": seed} if _takes_seed(obj) else {})
 
-    def make() -> ClientAdapter:
-        adapter = obj(**kwargs)
+
+@dataclass(frozen=True)
+class _Factory:
+    """A user's factory, called with what it takes and its product checked; it pickles
+    when the user's factory does, so a worker process can make the client too
+    (``conformance._worker``)."""
+
+    make: Callable[..., Any]
+    target: str
+    kwargs: dict[str, Any]
+
+    def __call__(self) -> ClientAdapter:
+        adapter = self.make(**self.kwargs)
         if not isinstance(adapter, ClientAdapter):
             missing = ", ".join(n for n in _MEMBERS if not hasattr(adapter, n))
             raise TargetError(
-                f"{target}: the factory returned {type(adapter).__name__}, which lacks "
+                f"{self.target}: the factory returned {type(adapter).__name__}, which lacks "
                 f"{missing or 'none of them by name'} of the adapter's members "
                 f"({', '.join(_MEMBERS)}; a no-op is fine where a capability is missing: "
                 "docs/adapters.md)"
             )
         return adapter
-
-    return make
 
 
 # What ClientAdapter asks of an adapter, in its order: read off the protocol itself.
