@@ -31,6 +31,7 @@ from conformance._adapter import ClientAdapter
 from conformance._case import Case, all_cases
 from conformance._profiles import Profile, Timing
 from conformance._result import CaseResult, HarnessError, RunSettings
+from conformance._runner import SuiteRunner
 
 __all__ = ["ProcessRunner", "WorkerGone", "factory_bytes", "main", "usable_cores"]
 
@@ -215,16 +216,14 @@ def main() -> None:
     try:
         while (asked := pickle.load(requests)) is not None:
             _answer(answers, _play(runner, catalog.get(asked), asked))
-    except EOFError:  # the parent went away
-        pass
-    finally:
+    except (EOFError, OSError):  # the parent went away: no one to answer
         runner.close()
+        return
+    runner.close()
     _answer(answers, Closed(list(runner.close_failures)))
 
 
-def _start(start: Start, answers: IO[bytes]) -> Any:
-    from conformance._runner import SuiteRunner  # the kit's servers load here, not above
-
+def _start(start: Start, answers: IO[bytes]) -> SuiteRunner | None:
     sys.path[:] = start.path
     try:
         factory = pickle.loads(start.factory)
@@ -236,7 +235,7 @@ def _start(start: Start, answers: IO[bytes]) -> Any:
     return runner
 
 
-def _play(runner: Any, case: Case | None, asked: str) -> Played:
+def _play(runner: SuiteRunner, case: Case | None, asked: str) -> Played:
     if case is None:  # a case this process's catalog lacks: the parent plays it
         return Played(asked, None)
     try:
