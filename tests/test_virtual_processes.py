@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from conformance._adapter import AdapterRequest, StreamSink
 from conformance._case import Case
 from conformance._evidence import without_ports
 from conformance._result import CaseResult
+from conformance._runner import SuiteRunner
 from conformance._worker import ProcessRunner, usable_cores
 from pytest_streamcheck._settings import resolve_settings
 from pytest_streamcheck.targets._reference import ReferenceAdapter
@@ -31,28 +33,49 @@ SOME = ["SC-RETRY-*", "SC-BACKOFF-9", "SC-BREAKER-9", "SC-STALL-1", "SC-POST-2"]
 class Workers:
     started: list[int] = field(default_factory=list)  # the pid of every worker started
     played: list[str] = field(default_factory=list)  # the cases workers played
+    starting: threading.Event = field(default_factory=threading.Event)
+    answered: threading.Event = field(default_factory=threading.Event)  # or failed
+
+
+# Seconds this process's lane waits, once a worker is starting, for the worker's first
+# answer: on a loaded machine this process could otherwise play every case before the
+# worker is up, and a test of what a worker does would see it do nothing.
+FIRST_ANSWER = 60.0
 
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Workers]:
     """What the run's workers did; at the end, every one has ended and been reaped."""
     seen = Workers()
-    start, run = ProcessRunner.start, ProcessRunner.run
+    start, run, local = ProcessRunner.start, ProcessRunner.run, SuiteRunner.run
 
     def started(self: ProcessRunner) -> ProcessRunner:
+        seen.starting.set()
         try:
             return start(self)
+        except BaseException:
+            seen.answered.set()
+            raise
         finally:
             if self._proc is not None:
                 seen.started.append(self._proc.pid)
 
     def counted(self: ProcessRunner, case: Case) -> CaseResult:
-        result = run(self, case)
+        try:
+            result = run(self, case)
+        finally:
+            seen.answered.set()
         seen.played.append(result.case.id)
         return result
 
+    def gated(self: SuiteRunner, case: Case) -> CaseResult:  # this process's lanes only
+        if seen.starting.is_set():
+            seen.answered.wait(FIRST_ANSWER)
+        return local(self, case)
+
     monkeypatch.setattr(ProcessRunner, "start", started)
     monkeypatch.setattr(ProcessRunner, "run", counted)
+    monkeypatch.setattr(SuiteRunner, "run", gated)
     yield seen
     for pid in seen.started:
         with pytest.raises(ProcessLookupError):
