@@ -47,7 +47,7 @@ from conformance._profiles import Profile
 from conformance._result import CaseResult, HarnessError, RunSettings
 from conformance._runner import CASE_TIMEOUT, SuiteRunner
 from conformance._schedule import DEFAULT_LANES, Job, Planner
-from conformance._worker import ProcessRunner, WorkerGone, factory_bytes, usable_cores
+from conformance._worker import ProcessRunner, WorkerGone, default_processes, factory_bytes
 from conformance.timing._rejudge import RejudgeBudget
 
 __all__ = ["DEFAULT_LANES", "Lanes", "lag_of"]
@@ -113,8 +113,8 @@ class Lanes:
     the first lane at once (so a client that cannot start raises ``HarnessError``);
     otherwise a client that does not start makes that case an ERROR and every later
     case says so at once. ``close`` stops every lane; cases not asked for are dropped.
-    ``processes``: the processes a run in virtual time may play in, at most (None: one
-    per core this process may use); it plays in ``min(lanes, processes)``.
+    ``processes``: the processes a run in virtual time may play in, at most (None:
+    ``default_processes()``, one a core); it plays in ``min(lanes, processes)``.
     """
 
     def __init__(
@@ -130,7 +130,7 @@ class Lanes:
         asked = None if profiles is None else tuple(profiles)  # None: the client's own
         self._make = functools.partial(SuiteRunner, adapter_factory, asked, **settings)
         self._factory, self._asked, self._settings = adapter_factory, asked, settings
-        self._processes = usable_cores() if processes is None else max(1, processes)
+        self._processes = default_processes() if processes is None else max(1, processes)
         self._pickled: bytes | None = None  # the factory, once lanes run in processes
         self._virtual = False  # the client plays in virtual time (known once it started)
         self._timing = settings.get("timing")

@@ -54,7 +54,7 @@ def run_suite(
             ``"responses"``, ``"anthropic"``, ``"gemini"``); None: the one the adapter
             declares (``AdapterInfo.wire_format``), else by the request's path.
         processes: The processes a run in virtual time may play in, at most; None: one
-            per core this process may use.
+            per core this process may use, and one in a pytest-xdist worker.
 
     Returns:
         One result per case, in catalog order; ``result.verdict`` is PASS, FAIL,

@@ -33,7 +33,14 @@ from conformance._profiles import Profile, Timing
 from conformance._result import CaseResult, HarnessError, RunSettings
 from conformance._runner import SuiteRunner
 
-__all__ = ["ProcessRunner", "WorkerGone", "factory_bytes", "main", "usable_cores"]
+__all__ = [
+    "ProcessRunner",
+    "WorkerGone",
+    "default_processes",
+    "factory_bytes",
+    "main",
+    "usable_cores",
+]
 
 # Seconds a worker has to start (import the kit, start its client and servers) and to
 # close; a worker slower than that is killed, and its parent plays every case itself.
@@ -68,6 +75,16 @@ class Played:
 @dataclass(frozen=True)
 class Closed:
     failures: list[str]  # why the adapter's aclose() failed, as close_failures says
+
+
+def default_processes() -> int:
+    """The processes a run in virtual time plays in by default: one a core this process
+    may use, and one in a pytest-xdist worker (or a run nested in one, as pytester's
+    are), whose siblings already share the cores."""
+    return 1 if os.environ.get(XDIST_WORKER) else usable_cores()
+
+
+XDIST_WORKER = "PYTEST_XDIST_WORKER"  # set in every process pytest-xdist starts
 
 
 def usable_cores() -> int:

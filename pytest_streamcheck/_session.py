@@ -42,7 +42,6 @@ class StreamcheckSession:
             seed=s.seed,
             case_timeout=s.case_timeout,
             lanes=s.lanes,
-            processes=s.processes,
             wire_format=s.wire_format,
             close_failures=self._closing,
         )

@@ -171,9 +171,6 @@ class Settings:
     case_timeout: float
     verdicts: bool = False  # --streamcheck-verdicts (also honoured without --streamcheck)
     lanes: int = DEFAULT_LANES  # cases played at once (conformance._lanes)
-    # Virtual time's processes, at most: None, one a core; an xdist worker plays in its own
-    # alone (xdist has spread the run over the cores already).
-    processes: int | None = None
     certify: Path | None = None  # --streamcheck-certify: the bundle's directory
     wire_format: str | None = None  # None: the client's declared one, else by path
     hello_timeout: float | None = None  # None: the adapters' own HELLO_TIMEOUT
@@ -218,7 +215,6 @@ def resolve_settings(config: pytest.Config) -> Settings | None:
         ),
         verdicts=verdicts_enabled(config),
         lanes=_lanes(_value(config, "--streamcheck-lanes", "streamcheck_lanes"), config),
-        processes=1 if hasattr(config, "workerinput") else None,
         certify=_output(
             _value(config, "--streamcheck-certify", "streamcheck_certify"),
             "--streamcheck-certify",

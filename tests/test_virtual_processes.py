@@ -20,8 +20,7 @@ from conformance._case import Case
 from conformance._evidence import without_ports
 from conformance._result import CaseResult
 from conformance._runner import SuiteRunner
-from conformance._worker import ProcessRunner, usable_cores
-from pytest_streamcheck._settings import resolve_settings
+from conformance._worker import XDIST_WORKER, ProcessRunner, default_processes, usable_cores
 from pytest_streamcheck.targets._reference import ReferenceAdapter
 
 # Enough cases that a worker starts and plays some; SC-BREAKER-9's client prints its
@@ -150,11 +149,14 @@ def test_what_a_client_prints_in_a_worker_leaves_its_answers_whole(workers: Work
     assert {r.verdict for r in results} <= {Verdict.PASS, Verdict.UNSUPPORTED}
 
 
-def test_an_xdist_worker_plays_its_share_in_its_own_process(pytester: pytest.Pytester) -> None:
-    config = pytester.parseconfig("--streamcheck=reference")
-    assert resolve_settings(config).processes is None  # type: ignore[union-attr]
-    config.workerinput = {"workercount": 2}  # type: ignore[attr-defined]
-    assert resolve_settings(config).processes == 1  # type: ignore[union-attr]
+def test_an_xdist_worker_plays_its_share_in_its_own_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a process xdist started (and a run nested in one), the cores are shared already."""
+    monkeypatch.setenv(XDIST_WORKER, "gw0")
+    assert default_processes() == 1
+    monkeypatch.delenv(XDIST_WORKER)
+    assert default_processes() == usable_cores()
 
 
 def test_the_cores_are_this_process_s_share() -> None:
