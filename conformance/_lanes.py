@@ -34,7 +34,6 @@ the serial run: each case plays on the caller's thread, as before lanes existed.
 from __future__ import annotations
 
 import contextlib
-import functools
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -128,7 +127,6 @@ class Lanes:
     ) -> None:
         # Every lane's runner is made with the same settings; only the gate differs.
         asked = None if profiles is None else tuple(profiles)  # None: the client's own
-        self._make = functools.partial(SuiteRunner, adapter_factory, asked, **settings)
         self._factory, self._asked, self._settings = adapter_factory, asked, settings
         self._processes = default_processes() if processes is None else max(1, processes)
         self._pickled: bytes | None = None  # the factory, once lanes run in processes
@@ -165,7 +163,9 @@ class Lanes:
         return next((r for r in runners if isinstance(r, SuiteRunner)), None)
 
     def _runner(self, lane: _Lane | None) -> SuiteRunner:
-        return self._make(gate=lane, budget=self._budget)
+        return SuiteRunner(
+            self._factory, self._asked, gate=lane, budget=self._budget, **self._settings
+        )
 
     def _lane_runner(self, lane: _Lane) -> SuiteRunner | ProcessRunner:
         """A lane's runner: beyond the first, in virtual time, one in a worker process."""
@@ -174,20 +174,16 @@ class Lanes:
         return self._runner(lane)
 
     def _go_virtual(self) -> int:
-        """The client plays in virtual time: its lanes, as ``_virtual_lanes`` says. No
-        case need play alone (no noise to keep out); returns the lanes."""
+        """The client plays in virtual time: exact and all CPU, so no case need play
+        alone, and each lane is a process (a process's threads share one GIL), as many
+        as the cores the run may use, when the factory can be sent to a worker (it
+        pickles); else one lane. Returns the lanes."""
         self._virtual = True
-        self._planner.lanes = self._virtual_lanes()
-        return self._planner.lanes
-
-    def _virtual_lanes(self) -> int:
-        """The lanes of a run in virtual time: exact and all CPU, so one process each (a
-        process's threads share one GIL), as many as the cores the run may use, when
-        the factory can be sent to a worker (it pickles); else one."""
         wanted = min(self.lanes, self._processes)
         if wanted > 1:
             self._pickled = factory_bytes(self._factory)
-        return wanted if self._pickled is not None else 1
+        self._planner.lanes = wanted if self._pickled is not None else 1
+        return self._planner.lanes
 
     # -- the caller's side ---------------------------------------------------------------
     def start(self) -> Lanes:
